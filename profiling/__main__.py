@@ -1,0 +1,6 @@
+"""`python -m profiling ...` is the same as the `dlprof` console script."""
+import sys
+
+from profiling.cli import main
+
+sys.exit(main())

@@ -1,0 +1,84 @@
+"""Plain data shared by the pipeline's stages.
+
+Kept apart from the stages so that any stage can import it without importing another stage
+(no cycles), and so a reader sees the whole data model in one screen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# Phase labels, in the order a training step runs them. `data_wait` is the time spent on the
+# `for ... in loader` header: the main process waiting for the next batch.
+PHASES: tuple[str, ...] = (
+    "data_wait",
+    "host_to_device",
+    "forward",
+    "loss",
+    "backward",
+    "optimizer",
+    "logging_sync",
+    "other",
+)
+
+# Columns of the per-line table (one row per profiled line).
+LINE_COLUMNS: tuple[str, ...] = (
+    "file", "function", "line", "hits", "seconds", "ms_per_hit", "pct_of_function", "source", "phase",
+)
+
+
+class ProfileError(ValueError):
+    """Bad input (missing, truncated, not a profile, unsafe pickle...): one clear line, exit 2."""
+
+
+@dataclass(frozen=True)
+class LineProfile:
+    """What a .lprof holds, whatever line_profiler version wrote it.
+
+    timings: {(filename, first_lineno, function_name): [(lineno, hits, ticks), ...]}
+    unit:    seconds per tick (1e-6 for 3.x files, 1e-9 for 4.x/5.x)
+    """
+
+    timings: dict[tuple[str, int, str], list[tuple[int, int, int]]]
+    unit: float
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """The resources the advice is about: what this job may use and what it asked for."""
+
+    cpus: int                       # CPUs this job may use (Slurm allocation / affinity mask)
+    gpus: int                       # GPUs visible to the job (0 on a CPU-only run)
+    num_workers: int | None         # the DataLoader workers the profiled run used, if known
+    cores_per_gpu: int | None = None  # the node's cores per GPU, when known (caps --cpus-per-task)
+    source: str = ""                # where the numbers came from, said in the report
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The report's recommendation, with the reasons a learner can check."""
+
+    num_workers: int | None
+    cpus_per_task: int | None
+    reasons: list[str] = field(default_factory=list)
+    edits: list[str] = field(default_factory=list)        # exact lines to change
+    fired_rules: list[str] = field(default_factory=list)  # names of the rules that matched
+    numbers: dict[str, Any] = field(default_factory=dict)  # the inputs the rules used
+
+
+@dataclass
+class Report:
+    """Everything a renderer needs; renderers do no analysis of their own."""
+
+    lprof_path: Path
+    lines: pd.DataFrame             # LINE_COLUMNS
+    phases: pd.DataFrame            # one row per phase: phase, seconds, pct, per_batch_ms
+    facts: JobFacts
+    advice: Advice
+    notes: list[str] = field(default_factory=list)      # caveats, missing sources, no loader loop...
+    meta: dict[str, Any] = field(default_factory=dict)  # run metadata written by `run`, if any
+    samples: pd.DataFrame | None = None                 # GPU/CPU utilisation samples, if any
