@@ -1,0 +1,188 @@
+"""The command line: `python -m profiling {run,report,compare,sweep}` (also installed as `dlprof`).
+
+Only argument parsing and error handling live here. Each verb is one function elsewhere that takes
+the parsed `argparse.Namespace` and returns an exit code; the verbs other than `report` are
+imported lazily so that `report` (and `--help`) work even if their extra dependencies are missing.
+
+Errors a user can cause (a bad flag, a missing or malformed file) print ONE line on stderr and exit
+with 2, never a traceback: learners read these messages, and a traceback hides the one line that
+matters.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from profiling.records import ProfileError
+
+EXIT_BAD_INPUT = 2
+FORMATS = ("text", "md", "html", "json", "csv")
+DEFAULT_WORKERS = "0,1,2,4,8"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`dlprof report: error: ...`) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def _worker_list(text: str) -> list[int]:
+    """`0,1,2,4` -> [0, 1, 2, 4]; sorted, without repeats."""
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated whole numbers such as 0,1,2,4, got {text!r}") from None
+    if not values or values[0] < 0:
+        raise argparse.ArgumentTypeError(f"expected numbers >= 0, got {text!r}")
+    return values
+
+
+def _add_job_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags that override what the report would otherwise read from Slurm / the affinity mask."""
+    parser.add_argument("--cpus", type=_positive_int, default=None,
+                        help="CPUs the job may use (default: SLURM_CPUS_PER_TASK, else the affinity mask)")
+    parser.add_argument("--gpus", type=_positive_int, default=None,
+                        help="GPUs the job uses (default: run metadata, SLURM_GPUS_ON_NODE, CUDA_VISIBLE_DEVICES)")
+    parser.add_argument("--cores-per-gpu", type=_positive_int, default=None,
+                        help="the node's CPU cores per GPU, the ceiling for --cpus-per-task "
+                             "(default: from `scontrol show node` inside a Slurm job, else unknown)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="dlprof",
+        description="Profile a training script with kernprof and turn the .lprof into a report that "
+                    "says where each batch's time goes and which num_workers / --cpus-per-task to use.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_OneLineParser)
+    verbs.required = True
+
+    run = verbs.add_parser("run", help="run SCRIPT under kernprof -l, then write the report next to the .lprof")
+    run.add_argument("--output-dir", type=Path, default=Path("."),
+                     help="where the .lprof, .meta.json and report files go (created if missing)")
+    run.add_argument("--sample-gpu", action="store_true",
+                     help="sample GPU utilisation/memory (NVML) and the job's CPU use about once a second")
+    run.add_argument("--sample-interval", type=float, default=1.0, help="seconds between samples")
+    run.add_argument("--num-workers", type=_positive_int, default=None,
+                     help="the script's DataLoader workers, if it cannot be read from its arguments")
+    run.add_argument("--formats", default="text,md,html,json,csv",
+                     help="report files to write, comma-separated from: " + ",".join(FORMATS))
+    _add_job_flags(run)
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
+                     help="the script to profile and its arguments")
+
+    report = verbs.add_parser("report", help="read a .lprof and print the report (or write it with --output-dir)")
+    report.add_argument("lprof", type=Path, metavar="FILE.lprof")
+    report.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
+    report.add_argument("--num-workers", type=_positive_int, default=None,
+                        help="the DataLoader workers of the profiled run (default: from <stem>.meta.json)")
+    report.add_argument("--source-root", type=Path, default=None,
+                        help="directory kernprof ran in, to find the source lines (default: from the metadata)")
+    report.add_argument("--output-dir", type=Path, default=None,
+                        help="also write every report file (text, md, json, csv, html, plots) here")
+    _add_job_flags(report)
+
+    compare = verbs.add_parser("compare", help="speedup per phase between two .lprof files")
+    compare.add_argument("before", type=Path, metavar="BEFORE.lprof")
+    compare.add_argument("after", type=Path, metavar="AFTER.lprof")
+    compare.add_argument("--output-dir", type=Path, default=None, help="also write the table and plot here")
+    compare.add_argument("--format", choices=("text", "md", "json"), default="text")
+
+    sweep = verbs.add_parser("sweep", help="measure throughput for each num_workers and find the knee")
+    sweep.add_argument("--workers", type=_worker_list, default=_worker_list(DEFAULT_WORKERS),
+                       help=f"worker counts to try (default: {DEFAULT_WORKERS})")
+    sweep.add_argument("--slurm", action="store_true",
+                       help="one Slurm job per setting through submitit, with cpus_per_task = workers + 1")
+    sweep.add_argument("--output-dir", type=Path, default=Path("sweep"), help="results, table and plot")
+    sweep.add_argument("--partition", default=None, help="Slurm partition (with --slurm)")
+    sweep.add_argument("--gpus", type=_positive_int, default=None, help="GPUs per job (with --slurm)")
+    sweep.add_argument("--time-min", type=_positive_int, default=30, help="time limit per job in minutes")
+    sweep.add_argument("--repeats", type=_positive_int, default=1, help="runs per setting (the best is kept)")
+    sweep.add_argument("--lprof", type=Path, default=None,
+                       help="a profile of the same script, to set the model's advice beside the sweep")
+    sweep.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
+                       help="the training script and its arguments (it must accept --num-workers)")
+    return parser
+
+
+def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[str]) -> list[str]:
+    """Drop the `--` separator and insist on a script, so `run`/`sweep` never start with nothing."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        parser.exit(EXIT_BAD_INPUT, f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
+    return command
+
+
+def _report_command(args: argparse.Namespace) -> int:
+    from profiling.render import render
+    from profiling.report import build_report, write_report
+
+    report = build_report(args.lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
+                          source_root=args.source_root, cores_per_gpu=args.cores_per_gpu)
+    if args.output_dir is not None:
+        stem = report_stem(args.lprof)
+        written = write_report(report, args.output_dir, stem, FORMATS)
+        print(render(report, args.format, plot_paths=[p for p in written if p.suffix == ".png"]))
+        print(f"\nwrote {len(written)} files to {args.output_dir}", file=sys.stderr)
+    else:
+        print(render(report, args.format))
+    return 0
+
+
+def report_stem(lprof: Path) -> str:
+    """`123.lprof` -> `123`; kernprof's own `script.py.lprof` -> `script`."""
+    name = lprof.name
+    for suffix in (".lprof", ".py"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "profile"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.verb == "report":
+            return _report_command(args)
+        if args.verb == "run":
+            args.command = _script_command(parser, "run", args.command)
+            from profiling.runner import run_command
+            return run_command(args)
+        if args.verb == "compare":
+            from profiling.compare import compare_command
+            return compare_command(args)
+        if args.verb == "sweep":
+            args.command = _script_command(parser, "sweep", args.command)
+            from profiling.sweep import sweep_command
+            return sweep_command(args)
+    except ProfileError as err:
+        print(f"dlprof {args.verb}: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:  # cannot read/write a path the user named: their input, not our bug
+        print(f"dlprof {args.verb}: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"dlprof {args.verb}: interrupted", file=sys.stderr)
+        return 130
+    parser.error(f"unknown verb {args.verb!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
