@@ -1,0 +1,117 @@
+"""Check the blocks a learner runs only on a real cluster (or once, at set-up) without running them.
+
+What can be checked on a laptop with the Slurm sandbox, is:
+
+* the block is valid bash (``bash -n``);
+* every path into the kit it names exists in the checkout;
+* every ``make TARGET`` exists (``make -n``);
+* every job script given to ``sbatch`` passes the job checker (``python -m jobs check``) and
+  ``sbatch --test-only`` with the same options. A request the one-node sandbox can never hold
+  (more nodes or GPUs than it has) is accepted only with Slurm's own "not available" answer;
+* every ``SCRIPT.py ARGS`` (also after srun, torchrun or ``profiling run --``) parses with the
+  script's own ``build_parser()``, so a renamed flag breaks the lesson here, not in a workshop.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lessons.blocks import Block, commands
+
+KIT_DIRS = ("jobs", "profiling", "multi_gpu", "lessons", "benchmarks", "docs", "tests")
+_SHELL_OPS = {"&&", "||", "|", ";", "&"}
+_UNPLACEABLE = "Requested node configuration is not available"
+
+_PARSE_ARGS = """
+import importlib.util, json, sys
+path, args = sys.argv[1], json.loads(sys.argv[2])
+spec = importlib.util.spec_from_file_location("lesson_checked_script", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+if hasattr(module, "build_parser"):
+    module.build_parser().parse_args(args)
+"""
+
+
+def _run(argv: list[str], root: Path, env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, f"timed out after {timeout:.0f} s"
+    return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+
+def _path_problems(words: list[str], root: Path) -> list[str]:
+    problems = []
+    for word in words:
+        candidate = word.split("=", 1)[-1]
+        if any(c in candidate for c in "$*?{}<>") or "/" not in candidate:
+            continue
+        if candidate.split("/", 1)[0] in KIT_DIRS and not (root / candidate).exists():
+            problems.append(f"{candidate}: no such file in the kit")
+    return problems
+
+
+def _sbatch_problems(words: list[str], root: Path, env: dict[str, str]) -> list[str]:
+    i = words.index("sbatch")
+    scripts = [w for w in words[i + 1 :] if not w.startswith("-") and (root / w).is_file()]
+    if not scripts:
+        return [f"sbatch without a job script of the kit: {' '.join(words)}"]
+    script = scripts[0]
+    options = words[i + 1 : words.index(script, i + 1)]
+    problems = []
+    if not (root / "jobs" / "__main__.py").exists() and not (root / "jobs" / "check.py").exists():
+        problems.append("the job checker (python -m jobs check) is not in the kit yet")
+    else:
+        code, out = _run([sys.executable, "-m", "jobs", "check", script], root, env)
+        if code != 0:
+            problems.append(f"python -m jobs check {script}: exit {code}: {out}")
+    options = [o for o in options if o not in ("--wait", "-W", "--parsable")]
+    code, out = _run(["sbatch", "--test-only", *options, script], root, env, timeout=30)
+    if code != 0 and _UNPLACEABLE not in out:
+        problems.append(f"sbatch --test-only {' '.join(options + [script])}: exit {code}: {out}")
+    return problems
+
+
+def _script_args(words: list[str], root: Path) -> tuple[str, list[str]] | None:
+    """The first kit ``*.py`` in a command and the arguments that follow it."""
+    for i, word in enumerate(words):
+        if word.endswith(".py") and (root / word).is_file():
+            args = []
+            for arg in words[i + 1 :]:
+                if arg in _SHELL_OPS or arg.startswith(">"):
+                    break
+                args.append(arg)
+            return word, args
+    return None
+
+
+def _argument_problems(words: list[str], root: Path, env: dict[str, str]) -> list[str]:
+    found = _script_args(words, root)
+    if found is None or any("$" in a for a in found[1]):
+        return []
+    script, args = found
+    code, out = _run([sys.executable, "-c", _PARSE_ARGS, str(root / script), json.dumps(args)], root, env)
+    if code != 0:
+        last = out.splitlines()[-1] if out else ""
+        return [f"{script} {' '.join(args)}: the script's parser refuses it: {last}"]
+    return []
+
+
+def static_problems(block: Block, root: Path, env: dict[str, str]) -> list[str]:
+    """Everything wrong with a cluster or set-up block, as one line each (empty: it is fine)."""
+    code, out = _run(["bash", "-n", "-c", block.text], root, env)
+    problems = [f"bash -n: {out}"] if code != 0 else []
+    for words in commands(block.text):
+        problems += _path_problems(words, root)
+        if words[0] == "make":
+            targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+            code, out = _run(["make", "-n", *targets], root, env)
+            if code != 0:
+                problems.append(f"make -n {' '.join(targets)}: {out.splitlines()[-1] if out else code}")
+        if "sbatch" in words:
+            problems += _sbatch_problems(words, root, env)
+        problems += _argument_problems(words, root, env)
+    return problems

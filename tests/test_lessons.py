@@ -1,0 +1,175 @@
+"""The lessons are executable: their marked blocks run, in order, in a fresh copy of the kit.
+
+Fast tests check the marking machinery and the lessons' structure; one slow test runs every
+lesson against the real local Slurm sandbox (see lessons/README.md for the convention).
+"""
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lessons import diff, runner  # noqa: E402
+from lessons.blocks import SHELL_MODES, commands, extract, lesson_files, parse_info  # noqa: E402
+from lessons.shape import json_mismatch, line_pattern, mismatch, text_mismatch  # noqa: E402
+
+LESSONS = lesson_files(REPO / "lessons")
+#: The lesson plan of issue 7; the files must exist, numbered in this order.
+PLAN = ["00-setup", "01-baseline", "02-profile", "03-apply-advice", "04-go-faster",
+        "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency"]
+
+
+# --- the marking machinery ---------------------------------------------------------------------
+
+def test_info_string_is_split_into_language_mode_options_and_note() -> None:
+    assert parse_info("bash run exit=2 timeout=60") == ("bash", "run", {"exit": "2", "timeout": "60"}, "")
+    assert parse_info("text expected file=runs/a.txt 2-core CPU (sandbox)") == (
+        "text", "expected", {"file": "runs/a.txt"}, "2-core CPU (sandbox")
+    assert parse_info("python") == ("python", "", {}, "")
+
+
+def test_blocks_are_extracted_in_order_with_their_lines(tmp_path: Path) -> None:
+    md = tmp_path / "01-x.md"
+    md.write_text("# t\n```bash run\necho a\n```\ntext\n````text expected 2-core CPU\na\n```\n````\n")
+    blocks = extract(md)
+    assert [(b.line, b.lang, b.mode) for b in blocks] == [(2, "bash", "run"), (6, "text", "expected")]
+    assert blocks[1].text == "a\n```\n"  # a longer fence may hold a shorter one
+    assert blocks[1].note == "2-core CPU"
+
+
+def test_commands_split_on_operators_and_join_continuations() -> None:
+    text = "sbatch --wait \\\n  jobs/x.sbatch && cat out # comment\nA=1 python y.py --n 2 | tee log\n"
+    assert commands(text) == [["sbatch", "--wait", "jobs/x.sbatch"], ["cat", "out"],
+                              ["A=1", "python", "y.py", "--n", "2"], ["tee", "log"]]
+
+
+@pytest.mark.parametrize(("excerpt_line", "output_line", "matches"), [
+    ("Test set: Average loss: 0.2154, Accuracy: 9368/10000 (94%)",
+     "Test set: Average loss: 0.0301, Accuracy: 9905/10000 (99%)", True),
+    ("phase      seconds  share", "phase  seconds    share", True),
+    ("phase      seconds  share", "phase  seconds    share   per batch", False),  # a new column
+    ("data wait  12.5  84.5%", "data wait  n/a  84.5%", False),  # a number became text
+    ("host: ... cpus allowed: 2", "host: node042 gpu: 1 cpus allowed: 16", True),
+    ("epoch time 00:01:07", "epoch time 00:00:09", True),
+    ("Loss: 1e-06", "Loss: 0.25", True),
+    ("num_workers: 4", "num_workers 4", False),  # punctuation is part of the shape
+])
+def test_a_line_matches_when_only_numbers_and_spacing_differ(excerpt_line: str, output_line: str,
+                                                             matches: bool) -> None:
+    assert bool(line_pattern(excerpt_line).match(output_line)) is matches
+
+
+def test_excerpt_lines_must_appear_in_order() -> None:
+    output = "start\nepoch 1 loss 0.5\nnoise\nepoch 2 loss 0.3\ndone\n"
+    assert text_mismatch("epoch 1 loss 0.9\n...\ndone\n", output) is None
+    assert "epoch 1" in (text_mismatch("done\nepoch 1 loss 0.9\n", output) or "")  # wrong order
+
+
+def test_json_shape_compares_keys_and_kinds_not_values() -> None:
+    expected = {"images_per_sec": 100.0, "settings": {"device": "cpu", "amp": False}, "epoch_seconds": [1.0]}
+    assert json_mismatch(expected, {"images_per_sec": 9, "settings": {"device": "cuda", "amp": None, "x": 1},
+                                    "epoch_seconds": [3.5, 2.0]}) is None
+    assert "device" in (json_mismatch(expected, {"images_per_sec": 9, "settings": {}, "epoch_seconds": []}) or "")
+    assert "number" in (json_mismatch({"a": 1}, {"a": "fast"}) or "")
+    assert mismatch("json", '{"a": 1}', 'log line\n{"a": 2}') is None
+
+
+def test_a_failing_block_stops_the_run_and_names_lesson_block_and_output(tmp_path: Path) -> None:
+    lesson = tmp_path / "01-demo.md"
+    lesson.write_text(
+        "```bash run\nexport GREETING=hello\nmkdir sub && cd sub\n```\n"
+        "```bash run\necho \"$GREETING from $(basename $PWD)\"\n```\n"
+        "```text expected 2-core CPU\nhello from sub\n```\n"
+        "```bash run exit=3\nexit 3\n```\n"
+        "```bash run\necho before; false; echo never\n```\n"
+        "```bash run\necho unreachable\n```\n"
+    )
+    lines: list[str] = []
+    with pytest.raises(runner.LessonFailure) as failure:
+        runner.run_lesson(lesson, tmp_path, sys.executable, log=lines.append)
+    message = str(failure.value)
+    assert message.startswith("01-demo.md:14 (bash run): exit code 1, expected 0")
+    assert "before" in message and "never" not in message.split("--- output")[1]
+    assert not any(":17" in line for line in lines)  # nothing ran after the failure
+
+
+def test_an_excerpt_of_the_wrong_shape_fails(tmp_path: Path) -> None:
+    lesson = tmp_path / "02-demo.md"
+    lesson.write_text("```bash run\necho 'rate: 12 img/s'\n```\n```text expected 2-core CPU\nspeed: 12 img/s\n```\n")
+    with pytest.raises(runner.LessonFailure, match="speed: 12 img/s"):
+        runner.run_lesson(lesson, tmp_path, sys.executable, log=lambda _: None)
+
+
+def test_a_cluster_block_with_a_renamed_flag_or_a_missing_file_fails(tmp_path: Path) -> None:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "tool.py").write_text(
+        "import argparse\ndef build_parser():\n    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--epochs', type=int)\n    return p\n")
+    lesson = tmp_path / "03-demo.md"
+    lesson.write_text("```bash cluster\npython tool.py --epochs 3\n```\n"
+                      "```bash cluster\nsrun python tool.py --epoch-count 3\n```\n")
+    with pytest.raises(runner.LessonFailure, match="epoch-count"):
+        runner.run_lesson(lesson, tmp_path, sys.executable, log=lambda _: None)
+    lesson.write_text("```bash cluster\nbash jobs/missing.sbatch\n```\n")
+    with pytest.raises(runner.LessonFailure, match="jobs/missing.sbatch: no such file"):
+        runner.run_lesson(lesson, tmp_path, sys.executable, log=lambda _: None)
+
+
+def test_diff_prints_one_function_and_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n\ndef g():\n    pass\n")
+    (tmp_path / "b.py").write_text("import os\n\ndef f():\n    return 2\n")
+    assert diff.main([f"{tmp_path}/a.py:f", f"{tmp_path}/b.py:f"]) == 0
+    out = capsys.readouterr().out
+    assert "-    return 1\n+    return 2" in out and "import os" not in out and "def g" not in out
+    assert diff.main([f"{tmp_path}/a.py:nope", f"{tmp_path}/b.py"]) == 2
+
+
+# --- the lessons' structure --------------------------------------------------------------------
+
+def test_the_lessons_follow_the_plan_and_are_indexed() -> None:
+    assert [p.stem for p in LESSONS] == PLAN
+    index = (REPO / "lessons" / "README.md").read_text()
+    for path in LESSONS:
+        assert f"({path.name})" in index, f"{path.name} is not linked from lessons/README.md"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path: Path) -> None:
+    text = path.read_text()
+    assert re.search(r"^\*\*Goal:\*\* .+", text, re.M), "a one-line **Goal:** near the top"
+    assert re.search(r"^## Exercises", text, re.M) and re.search(r"^## Solutions", text, re.M)
+    assert re.search(r"^## What to look for", text, re.M)
+    blocks = extract(path)
+    for block in blocks:
+        if block.is_shell:
+            assert block.mode in SHELL_MODES, f"{block.where}: shell block without run/cluster/setup mark"
+        if block.mode in ("expected", "gpu"):
+            assert block.note, f"{block.where}: an output excerpt must name its hardware"
+    modes = [b.mode for b in blocks]
+    assert "run" in modes and "cluster" in modes, "each lesson has a laptop form and a cluster form"
+    assert "expected" in modes, "each lesson shows real output"
+    number = int(path.name[:2])
+    if number >= 1:
+        gpu = "gpu" in modes or f"<!-- GPU-RESULTS: lesson{number} -->" in text
+        assert gpu, f"GPU figures (a `text gpu` block or the placeholder <!-- GPU-RESULTS: lesson{number} -->)"
+
+
+# --- the lessons themselves --------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_every_lesson_runs_in_order_in_a_fresh_copy(slurm: None, python_exe: str, repo: Path,
+                                                    tmp_path: Path) -> None:
+    """The CPU path through all lessons, as a learner types it (budget: 20 min; aim: 5 min)."""
+    root = runner.fresh_copy(tmp_path / "kit", repo)
+    started = time.monotonic()
+    times = runner.run_all(LESSONS, root, python_exe, log=print)
+    total = time.monotonic() - started
+    print("lesson times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + f"; total {total:.0f} s")
+    assert total < 20 * 60, f"the CPU path through the lessons took {total:.0f} s (budget 20 min)"
