@@ -1,0 +1,108 @@
+"""One self-contained HTML page for a report: advice, phases, plots and the line table.
+
+Why one file with the plots inlined as base64 data URIs: learners copy the page off a cluster
+with scp or open it from a Jupyter file browser, and a page that needs sibling files breaks
+the moment it is moved. Every piece of text that came from a profile (source lines, file
+names, reasons) is escaped, because a source line such as `if a < b:` is not HTML.
+"""
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from profiling.records import Report
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
+table { border-collapse: collapse; font-size: .85em; margin: .5em 0 1em; }
+th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: right; }
+td:last-child, th:last-child { text-align: left; }
+pre { background: #f6f8fa; padding: .75em; overflow-x: auto; }
+.advice { background: #eef6ee; border-left: 4px solid #2ca02c; padding: .5em 1em; }
+.notes { background: #fff8e6; border-left: 4px solid #ff7f0e; padding: .5em 1em; }
+img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
+dl.meta dt { font-weight: bold; float: left; clear: left; width: 11em; }
+dl.meta dd { margin-left: 12em; }
+"""
+
+META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "exit_code", "num_workers",
+             "cpus", "gpus", "slurm")
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def image_data_uri(path: Path) -> str:
+    """A PNG file as a `data:` URI, so the page carries its own images."""
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def _list(items: Iterable[object]) -> str:
+    return "<ul>" + "".join(f"<li>{_esc(item)}</li>" for item in items) + "</ul>"
+
+
+def _advice_section(report: Report) -> str:
+    advice = report.advice
+    parts = [
+        "<section class='advice'><h2>Advice</h2>",
+        f"<p><b>num_workers:</b> {_esc(advice.num_workers if advice.num_workers is not None else 'no change')}"
+        f" &nbsp; <b>--cpus-per-task:</b> {_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>",
+    ]
+    if advice.reasons:
+        parts.append("<h3>Why</h3>" + _list(advice.reasons))
+    if advice.edits:
+        parts.append("<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>")
+    if advice.fired_rules:
+        parts.append("<p><small>Rules that fired: " + _esc(", ".join(advice.fired_rules)) + "</small></p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _meta_section(report: Report) -> str:
+    facts = report.facts
+    rows = [("profile", report.lprof_path), ("CPUs of the job", facts.cpus), ("GPUs", facts.gpus),
+            ("num_workers (profiled)", facts.num_workers if facts.num_workers is not None else "unknown")]
+    if facts.source:
+        rows.append(("counts from", facts.source))
+    rows += [(key, report.meta[key]) for key in META_KEYS if key in report.meta]
+    return "<dl class='meta'>" + "".join(
+        f"<dt>{_esc(k)}</dt><dd>{_esc(' '.join(map(str, v)) if isinstance(v, list) else v)}</dd>" for k, v in rows
+    ) + "</dl>"
+
+
+def _table(frame: pd.DataFrame, css_class: str) -> str:
+    """pandas' HTML table (escaped), with any `source` column shown as code."""
+    table = frame.to_html(index=False, escape=True, border=0, na_rep="", classes=css_class,
+                          float_format="{:.4g}".format)
+    if "source" not in frame.columns:
+        return table
+    nth = list(frame.columns).index("source") + 1
+    return f"<style>table.{css_class} td:nth-child({nth}) {{ font-family: ui-monospace, monospace; " \
+           f"white-space: pre; text-align: left; }}</style>" + table
+
+
+def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
+    """The whole report as one HTML document (a string); plots are embedded, not linked."""
+    title = f"Profile report: {Path(report.lprof_path).name}"
+    body = [f"<h1>{_esc(title)}</h1>", _meta_section(report), _advice_section(report)]
+    if report.notes:
+        body.append("<section class='notes'><h2>Notes</h2>" + _list(report.notes) + "</section>")
+    body.append("<h2>Phases</h2>" + _table(report.phases, "phases"))
+    plots = [Path(p) for p in plot_paths]
+    if plots:
+        body.append("<h2>Plots</h2>" + "".join(
+            f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'><figcaption>{_esc(p.name)}</figcaption></figure>"
+            for p in plots))
+    lines = report.lines.sort_values("seconds", ascending=False) if len(report.lines) else report.lines
+    body.append(f"<h2>Lines ({len(lines)}, slowest first)</h2>" + _table(lines, "lines"))
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
+        + "\n".join(body) + "\n</body></html>\n"
+    )

@@ -1,0 +1,101 @@
+"""PNG plots of a report: time per line, the phase breakdown, and utilisation over time.
+
+Why PNG files and not only the HTML page: a learner on a login node can copy a PNG back to a
+laptop or paste it into a ticket. The figures use matplotlib's object API with the Agg canvas,
+so no display and no global pyplot state are involved (safe inside batch jobs and tests).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from profiling.records import PHASES, Report
+
+TOP_LINES = 15
+# One colour per phase, stable across plots and reports (matplotlib's tab10 palette).
+PHASE_COLOURS: dict[str, str] = dict(zip(PHASES, (
+    "#d62728", "#ff7f0e", "#1f77b4", "#9467bd", "#2ca02c", "#8c564b", "#e377c2", "#7f7f7f",
+)))
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure attached to the Agg canvas, independent of pyplot."""
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _short(text: str, width: int = 48) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def plot_lines(lines: pd.DataFrame, path: Path, top: int = TOP_LINES) -> Path:
+    """Horizontal bars of the slowest lines, coloured by phase."""
+    rows = lines.sort_values("seconds", ascending=False).head(top).iloc[::-1]
+    fig = new_figure(10, 0.45 * max(len(rows), 3) + 1.2)
+    ax = fig.add_subplot()
+    labels = [f"{r.function}:{r.line}  {_short(r.source)}" for r in rows.itertuples()]
+    colours = [PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]]
+    ax.barh(range(len(rows)), rows["seconds"], color=colours)
+    ax.set_yticks(range(len(rows)), labels, fontsize=8, family="monospace")
+    ax.set_xlabel("seconds (main process)")
+    ax.set_title(f"Time per line (top {len(rows)})")
+    shown = [p for p in PHASES if p in set(rows["phase"])]
+    ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in shown], fontsize=8, loc="lower right")
+    fig.savefig(path)
+    return path
+
+
+def plot_phases(phases: pd.DataFrame, path: Path) -> Path:
+    """Seconds per phase, each bar labelled with its share of the profiled time."""
+    rows = phases[phases["seconds"] > 0].iloc[::-1]
+    fig = new_figure(8, 0.5 * max(len(rows), 3) + 1.2)
+    ax = fig.add_subplot()
+    ax.barh(rows["phase"], rows["seconds"],
+            color=[PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]])
+    for y, (sec, pct) in enumerate(zip(rows["seconds"], rows["pct"])):
+        ax.annotate(f" {pct:.1f} %", (sec, y), va="center", fontsize=9)
+    ax.set_xlabel("seconds")
+    ax.set_title("Where the training loop's time went, by phase")
+    ax.margins(x=0.15)
+    fig.savefig(path)
+    return path
+
+
+def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
+    """Utilisation (top) and memory (bottom) over time, one line per device."""
+    fig = new_figure(10, 6)
+    util_ax, mem_ax = fig.subplots(2, 1, sharex=True)
+    for device, rows in samples.groupby("device", sort=True):
+        label = "CPU (% of the job's cores)" if device == "cpu" else f"{device.upper()} (%)"
+        util_ax.plot(rows["time_s"], rows["util_pct"], marker=".", label=label)
+        mem_ax.plot(rows["time_s"], rows["mem_used_mib"], marker=".",
+                    label="CPU RSS, process tree" if device == "cpu" else f"{device.upper()} memory used")
+    util_ax.set_ylabel("utilisation %")
+    util_ax.set_ylim(0, 105)
+    util_ax.set_title("Utilisation during the run (sampled about once a second)")
+    util_ax.legend(fontsize=8)
+    mem_ax.set_ylabel("MiB")
+    mem_ax.set_xlabel("seconds since start")
+    mem_ax.legend(fontsize=8)
+    fig.savefig(path)
+    return path
+
+
+def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:
+    """Write the report's PNGs as `<stem>.<kind>.png`; returns the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    if len(report.lines):
+        paths.append(plot_lines(report.lines, out_dir / f"{stem}.lines.png"))
+    if len(report.phases) and report.phases["seconds"].sum() > 0:
+        paths.append(plot_phases(report.phases, out_dir / f"{stem}.phases.png"))
+    if report.samples is not None and len(report.samples):
+        paths.append(plot_utilisation(report.samples, out_dir / f"{stem}.utilisation.png"))
+    return paths

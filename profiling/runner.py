@@ -1,0 +1,190 @@
+"""`dlprof run`: profile a script with kernprof, keep its exit code, then write the report.
+
+Why a wrapper and not plain `kernprof -l`: kernprof writes `script.py.lprof` into whatever
+directory you happen to be in, crashes at the very end when an `-o` directory is missing (after
+the whole training run), and lets a user's pyproject.toml change its options. The wrapper fixes
+the name (the Slurm job id inside a job), creates the directory first, passes `--no-config`,
+and records what the report needs later (workers, CPUs, GPUs, host) in `<stem>.meta.json`.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from profiling.records import ProfileError, Report
+from profiling.sampling import Sampler, allowed_cpus, write_samples
+
+# Slurm variables worth keeping with a profile: enough to find the job again in sacct.
+SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
+              "SLURM_JOB_PARTITION", "SLURM_JOB_NODELIST", "SLURM_CPUS_PER_TASK", "SLURM_GPUS_ON_NODE",
+              "SLURM_JOB_GPUS", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_CLUSTER_NAME")
+
+
+def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
+    """The Slurm job id inside a job (the lessons' convention), else the script's name."""
+    environ = os.environ if environ is None else environ
+    job = environ.get("SLURM_JOB_ID", "").strip()
+    if job:
+        task = environ.get("SLURM_ARRAY_TASK_ID", "").strip()
+        array = environ.get("SLURM_ARRAY_JOB_ID", "").strip()
+        return f"{array}_{task}" if array and task else job
+    return Path(script).stem or "profile"
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value of `--flag V` or `--flag=V` in a script's arguments (the last one wins)."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def declared_default(script: Path, flag: str) -> object | None:
+    """The literal `default=` of `add_argument(flag, ...)` in the script's source, if any.
+
+    Read with the AST, never by importing: importing a training script would start training
+    (or at least import torch) in the wrapper's process.
+    """
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"
+                and any(isinstance(a, ast.Constant) and a.value == flag for a in node.args)):
+            for kw in node.keywords:
+                if kw.arg == "default" and isinstance(kw.value, ast.Constant):
+                    return kw.value.value
+    return None
+
+
+def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | None, str]:
+    """The DataLoader workers the run will use, and where that number came from."""
+    value = flag_value(args, "--num-workers")
+    source = "the --num-workers argument"
+    if value is None:
+        value = declared_default(script, "--num-workers")
+        source = "the script's default for --num-workers"
+    if value is None:
+        return None, "unknown (no --num-workers argument)"
+    if str(value) == "auto":  # the lesson script's meaning: every allowed CPU but the main one
+        return max(cpus - 1, 0), f"{source} ('auto' = CPUs - 1)"
+    try:
+        return int(value), source
+    except (TypeError, ValueError):
+        return None, f"unknown ({source} is {value!r})"
+
+
+def visible_gpus(environ: dict[str, str] | None = None) -> int | None:
+    """GPUs the job sees from its environment (None when nothing says)."""
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([v for v in visible.split(",") if v.strip() and v.strip() != "-1"])
+    on_node = environ.get("SLURM_GPUS_ON_NODE", "")
+    return int(on_node) if on_node.isdigit() else None
+
+
+def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
+    """kernprof line-by-line, ignoring any config file, writing exactly `lprof`."""
+    return [sys.executable, "-m", "kernprof", "-l", "-q", "--no-config", "-o", str(lprof), script, *args]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_profiled(command: list[str], out_dir: Path, sample: bool = False,
+                 interval: float = 1.0) -> tuple[int, dict, "Sampler | None"]:
+    """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
+    script, script_args = command[0], command[1:]
+    out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
+    stem = output_stem(script)
+    lprof = out_dir / f"{stem}.lprof"
+    cpus = allowed_cpus()
+    workers, workers_source = script_num_workers(Path(script), script_args, cpus)
+    meta = {
+        "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
+        "command": kernprof_command(script, script_args, lprof), "cwd": os.getcwd(),
+        "hostname": socket.gethostname(), "python": sys.executable,
+        "num_workers": workers, "num_workers_source": workers_source,
+        "cpus": cpus, "gpus": visible_gpus(),
+        "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
+        "start_time": _now(),
+    }
+    started = datetime.now(timezone.utc)
+    sampler = None
+    with subprocess.Popen(meta["command"]) as child:
+        try:
+            if sample:
+                sampler = Sampler(child.pid, interval=interval)
+                if sampler.message:
+                    print(f"dlprof run: {sampler.message}", file=sys.stderr)
+                with sampler:
+                    code = _wait(child)
+            else:
+                code = _wait(child)
+        finally:
+            meta["end_time"] = _now()
+    meta["wall_seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 3)
+    meta["exit_code"] = code
+    (out_dir / f"{stem}.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return code, meta, sampler
+
+
+def _wait(child: subprocess.Popen) -> int:
+    """Wait for the child; on Ctrl-C (which the child also gets) wait for it to write its profile."""
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        return child.wait()
+
+
+def write_all(report: Report, out_dir: Path, stem: str, formats: list[str]) -> list[Path]:
+    """Every report file next to the .lprof: the core's formats plus the PNG plots and HTML."""
+    from profiling.report import write_report
+
+    return list(write_report(report, out_dir, stem, formats))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
+    from profiling.render import render
+    from profiling.report import build_report
+
+    out_dir = Path(args.output_dir)
+    code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
+                                       getattr(args, "sample_interval", 1.0))
+    stem, lprof = meta["stem"], Path(meta["lprof"])
+    if code != 0:
+        print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
+    if not lprof.exists():
+        print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
+        return code if code != 0 else 1
+    num_workers = args.num_workers if args.num_workers is not None else meta["num_workers"]
+    try:
+        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=num_workers,
+                              source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
+    except ProfileError as err:
+        print(f"dlprof run: error: {err}", file=sys.stderr)
+        return code if code != 0 else 2
+    written = [lprof, out_dir / f"{stem}.meta.json"]
+    if sampler is not None:
+        report.samples = sampler.frame()
+        written.append(write_samples(report.samples, out_dir / f"{stem}.samples.csv"))
+    formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
+    written += write_all(report, out_dir, stem, formats)
+    print(render(report, "text"))
+    print("\nfiles:\n" + "\n".join(f"  {p}" for p in written))
+    return code

@@ -1,0 +1,160 @@
+"""Sample a running job's CPU and GPU use about once a second.
+
+Why: a line profile says *where* the main process spent its time, not whether the GPU was busy
+or how many cores the DataLoader workers kept busy. A one-second sampler next to the profile
+answers that, with no extra dependency: CPU use comes from /proc (the whole process tree, so
+forked DataLoader workers count), GPU use from NVML (nvidia-ml-py), when a driver is present.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+
+# One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
+SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_MIB = os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _proc_stat(pid: int) -> tuple[int, float, int] | None:
+    """(parent pid, CPU seconds incl. reaped children, RSS MiB) of one process, or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            raw = fh.read()
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            rss_pages = int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    # The command name may contain spaces or parentheses: split after its closing ')'.
+    fields = raw[raw.rfind(")") + 2:].split()
+    ppid = int(fields[1])
+    # utime, stime, cutime, cstime: the last two hold the time of children already reaped,
+    # e.g. DataLoader workers that exited at the end of an epoch.
+    cpu_s = sum(int(x) for x in fields[11:15]) / _TICKS
+    return ppid, cpu_s, rss_pages * _PAGE_MIB
+
+
+def process_tree_usage(root: int) -> tuple[float, float]:
+    """(CPU seconds, RSS MiB) summed over `root` and all its live descendants."""
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _proc_stat(int(entry))
+            if st is not None:
+                stats[int(entry)] = st
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    cpu_s = rss = 0.0
+    todo = [root] if root in stats else []
+    while todo:
+        pid = todo.pop()
+        cpu_s += stats[pid][1]
+        rss += stats[pid][2]
+        todo.extend(children.get(pid, []))
+    return cpu_s, rss
+
+
+def allowed_cpus() -> int:
+    """CPUs this job may use: Slurm's allocation, else the affinity mask (never os.cpu_count())."""
+    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if slurm.isdigit() and int(slurm) > 0:
+        return int(slurm)
+    return len(os.sched_getaffinity(0))
+
+
+def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
+    """NVML handles of the GPUs this job sees (CUDA_VISIBLE_DEVICES when set, else all)."""
+    count = nvml.nvmlDeviceGetCount()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
+    handles = []
+    for item in (v.strip() for v in visible.split(",") if v.strip()):
+        if item.isdigit() and int(item) < count:
+            handles.append((int(item), nvml.nvmlDeviceGetHandleByIndex(int(item))))
+        elif item.startswith(("GPU-", "MIG-")):
+            handle = nvml.nvmlDeviceGetHandleByUUID(item)
+            handles.append((nvml.nvmlDeviceGetIndex(handle), handle))
+    return handles
+
+
+class Sampler:
+    """Background thread that samples a process tree (and the GPUs) every `interval` seconds.
+
+    Use as a context manager around the child's lifetime; `frame()` returns the samples.
+    `message` holds the one line to show when GPU sampling is off (no GPU, no driver).
+    """
+
+    def __init__(self, root_pid: int, interval: float = 1.0, gpu: bool = True) -> None:
+        self.root_pid = root_pid
+        self.interval = interval
+        self.rows: list[tuple] = []
+        self.message = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="profiling-sampler", daemon=True)
+        self._nvml = None
+        self._gpus: list[tuple[int, object]] = []
+        if gpu:
+            self._open_nvml()
+
+    def _open_nvml(self) -> None:
+        try:
+            import pynvml  # nvidia-ml-py
+
+            pynvml.nvmlInit()
+            self._gpus = _visible_gpu_handles(pynvml)
+            self._nvml = pynvml
+        except Exception as exc:  # NVMLError (no driver/GPU), missing library, bad UUID...
+            self.message = f"GPU sampling off: no NVIDIA GPU/driver reachable through NVML ({exc}); CPU sampling goes on"
+            return
+        if not self._gpus:
+            self.message = "GPU sampling off: NVML sees no GPU visible to this job; CPU sampling goes on"
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5 * self.interval + 1)
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:
+                pass
+
+    def _loop(self) -> None:
+        cpus = max(allowed_cpus(), 1)
+        t0 = time.monotonic()
+        last_t, last_cpu = t0, process_tree_usage(self.root_pid)[0]
+        while not self._stop.wait(self.interval):
+            now = time.monotonic()
+            cpu_s, rss = process_tree_usage(self.root_pid)
+            busy = max(cpu_s - last_cpu, 0.0) / max(now - last_t, 1e-6)
+            last_t, last_cpu = now, cpu_s
+            self.rows.append((now - t0, "cpu", 100.0 * busy / cpus, rss, busy))
+            for index, handle in self._gpus:
+                self.rows.append((now - t0, f"gpu{index}", *self._gpu_sample(handle), float("nan")))
+
+    def _gpu_sample(self, handle: object) -> tuple[float, float]:
+        try:
+            util = self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu
+            mem = self._nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20
+            return float(util), float(mem)
+        except Exception:  # a GPU fell off the bus or the driver went away mid-run
+            return float("nan"), float("nan")
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=list(SAMPLE_COLUMNS))
+
+
+def write_samples(samples: pd.DataFrame, path: Path) -> Path:
+    """Save the samples as CSV (tidy: one row per time and device)."""
+    samples.to_csv(path, index=False, float_format="%.3f")
+    return path

@@ -1,0 +1,290 @@
+"""`dlprof sweep`: measure throughput for each num_workers and set the knee beside the advice.
+
+Why a sweep: the report's advice comes from a model (data wait vs compute per batch). A sweep is
+the experiment that checks it. Each setting runs the script with `--num-workers W
+--metrics-json FILE` and reads `images_per_sec`; the knee is the fewest workers within 5 % of the
+best, because every extra worker costs a CPU that another job could use.
+
+Locally each run is pinned to W + 1 CPUs (when there are that many), so it sees what a Slurm job
+with `--cpus-per-task=W+1` would see. With `--slurm` each setting is one job through submitit,
+with a fresh executor per setting (submitit's `update_parameters` accumulates).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from profiling.plots import new_figure
+from profiling.records import ProfileError
+from profiling.runner import declared_default, flag_value
+
+KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
+RESULT_COLUMNS = ("workers", "cpus", "images_per_sec", "epoch_seconds", "status", "detail")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the sweep: the command to run and where its results go."""
+
+    workers: int
+    command: list[str]
+    metrics: Path
+    log: Path
+
+
+def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
+    """Remove `--flag V` / `--flag=V` so the sweep's own values are the only ones."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in flags:
+            skip = True
+        elif not any(arg.startswith(f + "=") for f in flags):
+            out.append(arg)
+    return out
+
+
+def settings_for(command: list[str], workers: list[int], out_dir: Path) -> list[Setting]:
+    script, args = command[0], strip_flags(command[1:], ("--num-workers", "--metrics-json"))
+    result = []
+    for w in workers:
+        folder = (out_dir / f"w{w}").resolve()
+        metrics = folder / "metrics.json"
+        result.append(Setting(w, [sys.executable, script, *args, "--num-workers", str(w),
+                                  "--metrics-json", str(metrics)], metrics, folder / "log.txt"))
+    return result
+
+
+def read_metrics(path: Path) -> tuple[float, float]:
+    """(images_per_sec, mean epoch seconds) from the script's metrics JSON."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    epochs = data.get("epoch_seconds") or [math.nan]
+    return float(data["images_per_sec"]), float(sum(epochs) / len(epochs))
+
+
+def pinned_cpus(workers: int) -> set[int]:
+    """The first W + 1 CPUs of this process's mask, or all of them when there are fewer."""
+    mine = sorted(os.sched_getaffinity(0))
+    return set(mine[: workers + 1]) if workers + 1 <= len(mine) else set(mine)
+
+
+def _row(s: Setting, cpus: int, status: str, detail: str) -> dict:
+    ips, epoch = math.nan, math.nan
+    if status == "ok":
+        try:
+            ips, epoch = read_metrics(s.metrics)
+        except (OSError, ValueError, KeyError) as err:
+            status, detail = "failed", f"no usable metrics in {s.metrics}: {err}"
+    return {"workers": s.workers, "cpus": cpus, "images_per_sec": ips, "epoch_seconds": epoch,
+            "status": status, "detail": detail}
+
+
+def run_local(settings: list[Setting]) -> list[dict]:
+    """Run each setting here, one after the other, pinned to W + 1 CPUs."""
+    rows = []
+    for s in settings:
+        s.log.parent.mkdir(parents=True, exist_ok=True)
+        cpus = pinned_cpus(s.workers)
+        env = dict(os.environ)
+        if "SLURM_CPUS_PER_TASK" in env:  # keep the script's CPU count in step with the pinning
+            env["SLURM_CPUS_PER_TASK"] = str(len(cpus))
+        print(f"sweep: workers={s.workers} on {len(cpus)} CPUs ...", flush=True)
+        with s.log.open("w", encoding="utf-8") as log:
+            code = subprocess.run(s.command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c)).returncode
+        status, detail = ("ok", str(s.log)) if code == 0 else ("failed", f"exit code {code}, see {s.log}")
+        rows.append(_row(s, len(cpus), status, detail))
+    return rows
+
+
+def slurm_executor(folder: Path, cpus: int, args: argparse.Namespace, name: str):
+    """A FRESH submitit executor for one setting (parameters accumulate on a reused one)."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    params = {"cpus_per_task": cpus, "timeout_min": args.time_min, "name": name, "nodes": 1,
+              "tasks_per_node": 1}
+    if getattr(args, "partition", None):
+        params["slurm_partition"] = args.partition
+    if getattr(args, "gpus", None):
+        params["gpus_per_node"] = args.gpus
+    executor.update_parameters(**params)
+    return executor
+
+
+def submit(command: list[str], folder: Path, cpus: int, args: argparse.Namespace, name: str):
+    """Submit one command as a Slurm job; returns the submitit job."""
+    from submitit.helpers import CommandFunction
+
+    executor = slurm_executor(folder, cpus, args, name)
+    return executor.submit(CommandFunction(command, cwd=os.getcwd()))
+
+
+def wait_job(job) -> tuple[str, str]:
+    """("ok" | "failed", a one-line detail naming the job and its log)."""
+    try:
+        job.result()
+    except Exception as err:  # FailedJobError / UncompletedJobError: the job's own failure
+        last = [line for line in str(err).strip().splitlines() if line.strip()][-1:] or [type(err).__name__]
+        return "failed", f"job {job.job_id} {job.state}: {last[0][:200]} (log: {job.paths.stderr})"
+    return "ok", f"job {job.job_id}"
+
+
+def run_slurm(settings: list[Setting], args: argparse.Namespace) -> list[dict]:
+    """Submit every setting as its own job (cpus_per_task = W + 1), then wait for all."""
+    jobs = []
+    for s in settings:
+        s.log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            job = submit(s.command, s.log.parent / "slurm", s.workers + 1, args, f"sweep-w{s.workers}")
+            print(f"sweep: workers={s.workers} submitted as job {job.job_id} (cpus_per_task={s.workers + 1})",
+                  flush=True)
+        except Exception as err:  # sbatch refused it (e.g. more CPUs than any node has)
+            job = f"could not submit: {' '.join(str(err).split())[:300]}"
+        jobs.append(job)
+    rows = []
+    for s, job in zip(settings, jobs):
+        status, detail = ("failed", job) if isinstance(job, str) else wait_job(job)
+        if status != "ok":
+            print(f"sweep: workers={s.workers} failed: {detail}", file=sys.stderr)
+        rows.append(_row(s, s.workers + 1, status, detail))
+    return rows
+
+
+def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int | None:
+    """The fewest workers whose throughput is within `tolerance` of the best."""
+    ok = results.dropna(subset=["images_per_sec"])
+    if ok.empty:
+        return None
+    best = ok["images_per_sec"].max()
+    return int(ok[ok["images_per_sec"] >= (1 - tolerance) * best]["workers"].min())
+
+
+def best_of_repeats(rows: list[dict]) -> pd.DataFrame:
+    """One row per setting: the fastest successful repeat, else the first failure."""
+    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    frame = frame.sort_values(["workers", "images_per_sec"], ascending=[True, False], na_position="last")
+    return frame.drop_duplicates("workers", keep="first").reset_index(drop=True)
+
+
+def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path) -> tuple[int | None, str]:
+    """The model's num_workers: from --lprof, else by profiling the current setting once."""
+    from profiling.report import build_report
+
+    lprof = args.lprof
+    if lprof is None:
+        lprof = profile_current(args, command, out_dir / "profile")
+        if lprof is None:
+            return None, "no advice: profiling the current setting failed (see the profile folder)"
+    report = build_report(Path(lprof))
+    return report.advice.num_workers, f"advice of {lprof}"
+
+
+def current_workers(command: list[str]) -> int:
+    """The --num-workers the user's command runs with (its own default when absent, else 1)."""
+    value = flag_value(command[1:], "--num-workers") or declared_default(Path(command[0]), "--num-workers")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 1
+
+
+def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
+    """Run `dlprof run` on the command as given (the current setting), here or as a job."""
+    folder = folder.resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
+    workers = current_workers(command)
+    print(f"sweep: profiling the current setting (num_workers={workers}) for the model's advice ...", flush=True)
+    if args.slurm:
+        status, detail = wait_job(submit(profiled, folder / "slurm", workers + 1, args, "sweep-profile"))
+        if status != "ok":
+            print(f"sweep: the profiling job failed: {detail}", file=sys.stderr)
+    else:
+        with (folder / "log.txt").open("w", encoding="utf-8") as log:
+            subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
+    found = sorted(folder.glob("*.lprof"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_source: str) -> str:
+    """The text table plus one paragraph that sets the knee beside the advice."""
+    shown = results.copy()
+    best = shown["images_per_sec"].max()
+    shown["pct_of_best"] = 100 * shown["images_per_sec"] / best if best == best else math.nan
+    lines = [shown.drop(columns=["detail"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"), ""]
+    if knee is None:
+        lines.append("knee: none (no setting produced a throughput)")
+        return "\n".join(lines) + "\n"
+    best_w = int(shown.loc[shown["images_per_sec"].idxmax(), "workers"])
+    lines.append(f"best: num_workers={best_w} at {best:.1f} images/s")
+    lines.append(f"knee: num_workers={knee} (the fewest workers within {KNEE_TOLERANCE:.0%} of the best), "
+                 f"i.e. --cpus-per-task={knee + 1}")
+    if advice is None:
+        lines.append(advice_source if advice_source.startswith("no advice") else "model advice: none given")
+    else:
+        row = shown[shown["workers"] == advice]
+        measured = "not measured" if row.empty or row["images_per_sec"].isna().all() else (
+            f"{row['images_per_sec'].iloc[0]:.1f} images/s = {row['pct_of_best'].iloc[0]:.1f} % of the best")
+        verdict = "agrees with" if advice == knee else ("is above" if advice > knee else "is below")
+        lines.append(f"model advice: num_workers={advice} ({advice_source}): {measured}; it {verdict} the knee")
+    return "\n".join(lines) + "\n"
+
+
+def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path: Path) -> Path:
+    """Throughput against workers, with the 5 % band, the knee and the advice marked."""
+    ok = results.dropna(subset=["images_per_sec"])
+    fig = new_figure(8, 4.5)
+    ax = fig.add_subplot()
+    ax.plot(ok["workers"], ok["images_per_sec"], marker="o", color="#1f77b4", label="measured")
+    if len(ok):
+        best = ok["images_per_sec"].max()
+        ax.axhspan((1 - KNEE_TOLERANCE) * best, best, color="#1f77b4", alpha=0.12,
+                   label=f"within {KNEE_TOLERANCE:.0%} of the best")
+    if knee is not None:
+        ax.axvline(knee, color="#2ca02c", linestyle="--", label=f"knee: {knee} workers")
+    if advice is not None:
+        ax.axvline(advice, color="#d62728", linestyle=":", label=f"model advice: {advice} workers")
+    ax.set_xlabel("num_workers (cpus_per_task = workers + 1)")
+    ax.set_ylabel("training images / s")
+    ax.set_title("DataLoader workers sweep")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.savefig(path)
+    return path
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """Run the sweep; exit 0 when every setting produced a number, 1 when some failed."""
+    command = list(args.command)
+    if not Path(command[0]).is_file():
+        raise ProfileError(f"no such script: {command[0]}")
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    advice, advice_source = advised_workers(args, command, out_dir)
+    workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
+    settings = settings_for(command, workers, out_dir) * max(getattr(args, "repeats", 1), 1)
+    rows = run_slurm(settings, args) if args.slurm else run_local(settings)
+    results = best_of_repeats(rows)
+    knee = pick_knee(results)
+    results.to_csv(out_dir / "sweep.csv", index=False)
+    text = summary(results, knee, advice, advice_source)
+    (out_dir / "sweep.txt").write_text(text, encoding="utf-8")
+    png = plot_sweep(results, knee, advice, out_dir / "sweep.png")
+    (out_dir / "sweep.json").write_text(json.dumps({
+        "knee": knee, "advice": advice, "advice_source": advice_source,
+        "results": json.loads(results.to_json(orient="records"))}, indent=2) + "\n", encoding="utf-8")
+    print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and {png}")
+    failed = results[results["status"] != "ok"]
+    for row in failed.itertuples():
+        print(f"sweep: workers={row.workers} failed: {row.detail}", file=sys.stderr)
+    return 0 if failed.empty else 1
