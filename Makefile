@@ -1,17 +1,21 @@
-# The two quickstart commands live here:
-#   make demo   install the kit into .venv and profile a short MNIST run on generated digits, then print the advice
-#   make test   install the test tools, start the local Slurm sandbox, run the whole test suite
-# Everything else is a building block of those two.
+# The two quickstart commands:
+#   make demo   install the kit into .venv, profile a short MNIST run on generated digits, print the advice
+#   make test   install the test tools and system packages, start the local Slurm sandbox, run every test
+# The other targets are their building blocks. `make test PYTEST_ARGS="-k sandbox"` runs a subset.
 
-PYTHON ?= python3
-VENV   ?= .venv
-PY     := $(VENV)/bin/python
-DEMO_DIR ?= runs/demo
+PYTHON      ?= python3
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+DEMO_DIR    ?= runs/demo
+PYTEST_ARGS ?=
+# System packages and daemons need root; a learner's laptop gets sudo.
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test install install-dev system-deps slurm-up slurm-down slurm-check clean
+.PHONY: demo test install install-dev system-deps slurm-up slurm-down clean
 
+# Debian's python3 can only make a venv once python3-venv is installed.
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV) 2>/dev/null || { $(SUDO) bash jobs/sandbox/apt-install.sh python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 
 # The ordinary PyPI torch and torchvision (CUDA builds; they also run on a CPU-only machine).
@@ -24,18 +28,19 @@ install-dev: $(PY)
 demo: install
 	$(PY) -m profiling run --output-dir $(DEMO_DIR) -- mnist_classify.py --synthetic --epochs 1 --train-samples 6000 --test-samples 1000
 
-# Debian packages the tests need beyond Slurm itself (Slurm comes with slurm-up).
+# Debian packages the tests need besides Slurm (slurm-up installs Slurm's own).
 system-deps:
-	bash jobs/sandbox/apt-install.sh chromium
+	$(SUDO) bash jobs/sandbox/apt-install.sh chromium
 
 slurm-up:
-	bash jobs/sandbox/slurm-up.sh
+	$(SUDO) bash jobs/sandbox/slurm-up.sh
 
 slurm-down:
-	bash jobs/sandbox/slurm-down.sh
+	$(SUDO) bash jobs/sandbox/slurm-down.sh
 
+# pytest's exit code 5 (no tests collected) is not 0, so it fails this target like any other.
 test: install-dev system-deps slurm-up
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
 	rm -rf runs .pytest_cache .hypothesis

@@ -1,0 +1,142 @@
+"""The local Slurm sandbox is a real Slurm: a batch job with a fake GPU runs, is accounted in
+slurmdbd (sacct, seff), and bringing the sandbox up again changes nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+SANDBOX = Path(__file__).resolve().parents[1] / "jobs" / "sandbox"
+FAKE_GPU_DIR = "/var/lib/slurm/fake-gpu"
+
+# The job reports what it was given, then tries to open both fake GPUs: there is no driver, so
+# its own device gives ENXIO; with cgroup v1 (ConstrainDevices) the other one is fenced off (EPERM).
+JOB = f"""#!/bin/bash
+#SBATCH --job-name=sandbox-test
+#SBATCH --gres=gpu:1
+#SBATCH --cpus-per-task=1
+#SBATCH --mem=200M
+#SBATCH --time=00:02:00
+echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+echo "SLURM_JOB_GPUS=$SLURM_JOB_GPUS"
+python3 - <<'PY'
+import errno, os, time
+held = bytearray(64 * 1024 * 1024)   # hold 64 MB for a moment, so accounting samples some memory
+for index in (0, 1):
+    try:
+        os.close(os.open(f"{FAKE_GPU_DIR}/nvidia{{index}}", os.O_RDWR))
+        print(f"open nvidia{{index}}: ok")
+    except OSError as err:
+        print(f"open nvidia{{index}}: {{errno.errorcode[err.errno]}}")
+time.sleep(1.5)
+PY
+"""
+
+
+def run(*cmd: str, timeout: float = 30, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a command with extra environment; a hung controller fails the test, never hangs it."""
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, **env})
+
+
+def wait_until_gone(job_id: str, limit: float = 60) -> None:
+    """Poll squeue, not `sbatch --wait`: the latter polls every 2, then 8, then 32 s."""
+    deadline = time.monotonic() + limit
+    while run("squeue", "-h", "-j", job_id).stdout.strip():
+        assert time.monotonic() < deadline, f"job {job_id} still queued after {limit} s"
+        time.sleep(0.1)
+
+
+def poll(cmd: tuple[str, ...], ready: Callable[[str], bool], limit: float = 15) -> str:
+    """Accounting reaches slurmdbd in pieces a moment after the job ends (a step's record can come
+    before the job's own, under a placeholder name), so poll until the record is whole."""
+    deadline = time.monotonic() + limit
+    while True:
+        out = run(*cmd).stdout
+        if ready(out) or time.monotonic() > deadline:
+            return out
+        time.sleep(0.3)
+
+
+def parse_sacct(text: str) -> dict[str, dict[str, str]]:
+    """`sacct -P` output as {JobID: {column: value}}."""
+    header, *rows = text.strip().splitlines()
+    names = header.split("|")
+    return {row.split("|")[0]: dict(zip(names, row.split("|"))) for row in rows}
+
+
+@pytest.fixture(scope="module")
+def gpu_job(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """Submit the job once, wait for it, and give its id and output file to the tests below."""
+    workdir = tmp_path_factory.mktemp("sandbox-job")
+    script = workdir / "job.sh"
+    script.write_text(JOB)
+    submitted = run("sbatch", "--parsable", f"--output={workdir}/job-%j.out", f"--chdir={workdir}", str(script))
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip().split(";")[0]
+    wait_until_gone(job_id)
+    return job_id, workdir / f"job-{job_id}.out"
+
+
+def test_job_sees_one_fake_gpu(gpu_job: tuple[str, Path]) -> None:
+    _, output = gpu_job
+    lines = output.read_text().splitlines()
+    gpu = next(line.split("=", 1)[1] for line in lines if line.startswith("SLURM_JOB_GPUS="))
+    assert gpu in {"0", "1"}
+    assert "CUDA_VISIBLE_DEVICES=0" in lines      # Slurm renumbers the job's GPUs from 0
+    assert f"open nvidia{gpu}: ENXIO" in lines     # a character device with no driver behind it
+    if Path("/etc/slurm/cgroup.conf").exists():    # cgroup v1: the GPU not given is fenced off
+        assert f"open nvidia{1 - int(gpu)}: EPERM" in lines
+
+
+def test_sacct_records_the_gpu(gpu_job: tuple[str, Path]) -> None:
+    job_id, _ = gpu_job
+    cmd = ("sacct", "-P", "-j", job_id, "-o", "JobID,JobName,State,ExitCode,AllocTRES,MaxRSS")
+    whole = f"{job_id}|sandbox-test|COMPLETED"
+    records = parse_sacct(poll(cmd, lambda out: whole in out and f"{job_id}.batch|" in out))
+    job, batch = records[job_id], records[f"{job_id}.batch"]
+    assert (job["JobName"], job["State"], job["ExitCode"]) == ("sandbox-test", "COMPLETED", "0:0")
+    assert "gres/gpu=1" in job["AllocTRES"].split(",")
+    assert batch["State"] == "COMPLETED"
+
+
+def test_seff_reports_memory(gpu_job: tuple[str, Path]) -> None:
+    job_id, _ = gpu_job
+    text = poll(("seff", job_id), lambda out: "of 200.00 MB" in out)
+    assert f"Job ID: {job_id}" in text
+    assert "State: COMPLETED (exit code 0)" in text
+    used = next(line for line in text.splitlines() if line.startswith("Memory Utilized:"))
+    assert float(used.split()[2]) > 0, text
+
+
+def test_slurm_up_again_is_a_quick_no_op(slurm: None) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("slurm-up.sh needs root")
+    pids = {p.name: p.read_text() for p in Path("/run/slurm-sandbox").glob("*.pid")}
+    start = time.monotonic()
+    again = run("bash", str(SANDBOX / "slurm-up.sh"), timeout=60)
+    seconds = time.monotonic() - start
+    assert again.returncode == 0, again.stderr
+    assert "started" not in again.stdout and again.stdout.count("already running") == 5, again.stdout
+    assert seconds < 10, f"a second slurm-up took {seconds:.1f} s"
+    assert {p.name: p.read_text() for p in Path("/run/slurm-sandbox").glob("*.pid")} == pids
+
+
+def test_bad_input_is_one_error_line() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("slurm-up.sh checks for root first")
+    bad = run("bash", str(SANDBOX / "slurm-up.sh"), SANDBOX_GPUS="two")
+    assert bad.returncode == 1
+    assert bad.stderr.splitlines() == ["slurm-up: ERROR: SANDBOX_GPUS must be a number from 1 to 99, got 'two'"]
+    assert bad.stdout == ""
+
+
+def test_apt_install_skips_what_is_installed() -> None:
+    done = run("bash", str(SANDBOX / "apt-install.sh"), "bash", "coreutils")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    usage = run("bash", str(SANDBOX / "apt-install.sh"))
+    assert (usage.returncode, usage.stderr) == (1, "apt-install: ERROR: usage: apt-install.sh PKG...\n")
