@@ -70,6 +70,38 @@ class Advice:
     numbers: dict[str, Any] = field(default_factory=dict)  # the inputs the rules used
 
 
+@dataclass(frozen=True)
+class LoopSummary:
+    """The training loop the advice is about, as measured in the profile.
+
+    `wait_seconds` is the time on the `for ... in loader` header: the main process waiting for
+    the next batch. `compute_seconds` is everything else inside the loop body (copy, forward,
+    loss, backward, step, logging) taken together, so it does not matter onto which of those lines
+    asynchronous CUDA work happened to be charged.
+    """
+
+    file: str
+    function: str
+    header_line: int
+    batches: int                # iterations (hits of the loop body's first line)
+    wait_seconds: float
+    compute_seconds: float
+    entries: int | None = None  # times the function ran (epochs), when the profile tells
+
+    @property
+    def wait_per_batch(self) -> float:
+        return self.wait_seconds / self.batches if self.batches else 0.0
+
+    @property
+    def compute_per_batch(self) -> float:
+        return self.compute_seconds / self.batches if self.batches else 0.0
+
+    @property
+    def wait_fraction(self) -> float:
+        total = self.wait_seconds + self.compute_seconds
+        return self.wait_seconds / total if total > 0 else 0.0
+
+
 @dataclass
 class Report:
     """Everything a renderer needs; renderers do no analysis of their own."""
@@ -82,3 +114,4 @@ class Report:
     notes: list[str] = field(default_factory=list)      # caveats, missing sources, no loader loop...
     meta: dict[str, Any] = field(default_factory=dict)  # run metadata written by `run`, if any
     samples: pd.DataFrame | None = None                 # GPU/CPU utilisation samples, if any
+    loop: LoopSummary | None = None                     # the training loop; None when none was found

@@ -1,0 +1,162 @@
+"""Stage 4: turn the loop's numbers into `num_workers` / `--cpus-per-task` advice, with reasons.
+
+The arithmetic is one function (`model_numbers`); the advice is a table of rules, each a name, a
+condition on those numbers and a message filled from them, in the spirit of Princeton's
+`jobstats` notes. Adding a rule means adding a row, not another `if` somewhere.
+
+The model (docs/profiling-model.md explains it at length):
+  W = data wait per batch (time on the `for ... in loader` header)
+  C = compute per batch (every other line of the loop body, summed: copy, forward, loss,
+      backward, step, logging; the split among them is never used, because asynchronous CUDA
+      work is charged to whichever line synchronises)
+  k = num_workers of the profiled run
+One worker builds a batch in P seconds. With k = 0 the main process builds it: P = W. With
+k >= 1 and the loop starved, the k workers together deliver one batch per (W + C), so
+P = k (W + C). Keeping up with the loop needs P / C workers: ceil(P / C), plus one spare for
+jitter. Below a data-wait share of 5 % the loader is not the bottleneck and k is kept.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from profiling.records import Advice, JobFacts, LoopSummary
+
+LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
+SPARE_WORKERS = 1     # one more worker than the average need absorbs slow batches
+FEW_BATCHES = 20      # below this, start-up (first batch, worker start) dominates the averages
+ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch/examples on GPU)
+
+Numbers = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the advice table: when `when(numbers)` holds, `message` is formatted with them."""
+
+    name: str
+    when: Callable[[Numbers], bool]
+    message: str
+
+
+def _flag(argv: list[str], on: str, off: str | None = None) -> bool | None:
+    """True/False when the run's arguments turned a loader option on/off, None when they did not say."""
+    if on in argv:
+        return True
+    if off is not None and off in argv:
+        return False
+    return None
+
+
+def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, Any] | None = None) -> Numbers:
+    """Every number the rules and the messages use, computed once."""
+    argv = [str(a) for a in (meta or {}).get("argv", [])]
+    workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
+    # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
+    ceiling = facts.cpus
+    if facts.gpus >= 1 and facts.cores_per_gpu:
+        ceiling = max(facts.cpus, facts.cores_per_gpu)
+    numbers: Numbers = {
+        "loop_found": loop is not None, "cpus": facts.cpus, "gpus": facts.gpus,
+        "cores_per_gpu": facts.cores_per_gpu, "current_workers": workers,
+        "workers_known": facts.num_workers is not None, "cpu_ceiling": ceiling,
+        "worker_cap": max(ceiling - 1, 0), "loader_bound_pct": 100 * LOADER_BOUND,
+        "pin_memory": _flag(argv, "--pin-memory", "--no-pin-memory"),
+        "persistent_workers": _flag(argv, "--persistent-workers"),
+        "compute_kind": "GPU" if facts.gpus >= 1 else "CPU",
+    }
+    if loop is None:
+        numbers.update(num_workers=None, cpus_per_task=None, loader_bound=False, capped=False,
+                       spare_dropped=False)
+        return numbers
+    wait, compute = loop.wait_per_batch, loop.compute_per_batch
+    produce = wait if workers == 0 else workers * (wait + compute)
+    loader_bound = loop.wait_fraction >= LOADER_BOUND
+    if not loader_bound:
+        raw = needed = workers
+    elif compute > 0:
+        raw = math.ceil(produce / compute - 1e-9)
+        needed = raw + SPARE_WORKERS
+    else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
+        raw = needed = numbers["worker_cap"]
+    chosen = min(needed, numbers["worker_cap"])
+    numbers.update(
+        batches=loop.batches, entries=loop.entries, wait_ms=1e3 * wait, compute_ms=1e3 * compute,
+        produce_ms=1e3 * produce, wait_pct=100 * loop.wait_fraction, loader_bound=loader_bound,
+        raw_workers=raw, needed_workers=needed, capped=raw > chosen, spare_dropped=raw <= chosen < needed,
+        num_workers=chosen, cpus_per_task=chosen + 1, loop_where=f"{loop.file}:{loop.header_line}",
+    )
+    return numbers
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("no_loader_loop", lambda n: not n["loop_found"],
+         "No `for ... in <loader>` loop was found in the profiled functions, so there is no data wait to "
+         "measure and no num_workers advice. Put @profile on the function that holds the training loop."),
+    Rule("workers_unknown", lambda n: n["loop_found"] and not n["workers_known"],
+         "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
+         "Pass --num-workers N (the value the run used) for exact advice."),
+    Rule("loader_bound", lambda n: n["loader_bound"],
+         "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
+         "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
+         "(line {loop_where}, {batches} batches)."),
+    Rule("workers_from_main_process", lambda n: n["loader_bound"] and n["current_workers"] == 0,
+         "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
+         "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
+         "{raw_workers} run at once; with one spare that is {needed_workers}."),
+    Rule("workers_from_starved_loop", lambda n: n["loader_bound"] and n["current_workers"] > 0,
+         "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
+         "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
+         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers; with one spare, "
+         "{needed_workers}."),
+    Rule("capped_by_cpus", lambda n: n["capped"],
+         "That is more than {cpu_ceiling} CPU(s) can run beside the main process, so num_workers is capped "
+         "at {num_workers}. The loader will stay the bottleneck: make batches cheaper to build (keep the "
+         "data on the GPU with --gpu-resident, simpler transforms) or plan for more CPUs with --cpus N."),
+    Rule("no_room_for_spare", lambda n: n["spare_dropped"],
+         "The spare worker does not fit in {cpu_ceiling} CPU(s) beside the main process, so num_workers is "
+         "{num_workers}, just enough on average."),
+    Rule("compute_bound", lambda n: n["loop_found"] and not n["loader_bound"],
+         "The loader is no longer the bottleneck, {compute_kind} compute is: data wait is only "
+         "{wait_pct:.1f}% of a step (below {loader_bound_pct:.0f}%), so more workers will not help; keep "
+         "num_workers={num_workers}. To go faster, use larger batches (--batch-size), mixed precision "
+         "(--amp) and data kept on the GPU (--gpu-resident)."),
+    Rule("too_many_workers", lambda n: n["loop_found"] and n["current_workers"] > n["worker_cap"],
+         "The run used num_workers={current_workers}, more than its {cpus} CPU(s) can run beside the main "
+         "process; the workers and the main process then share cores."),
+    Rule("too_many_cpus", lambda n: n["loop_found"] and n["gpus"] >= 1 and n["cpus"] > n["cpus_per_task"] + 1,
+         "Too many CPUs requested for this profile: the job has {cpus} CPUs but keeps about "
+         "{cpus_per_task} busy (num_workers={num_workers} plus the main process). Idle cores count "
+         "against your allocation and can leave a node's other GPUs without cores."),
+    Rule("pin_memory", lambda n: n["loop_found"] and n["gpus"] >= 1 and n["num_workers"] >= 1
+         and n["pin_memory"] is not True,
+         "Keep pin_memory=True (mnist_classify.py: on by default with CUDA, off with --no-pin-memory): "
+         "batches then arrive in page-locked memory and `.to(device, non_blocking=True)` can overlap "
+         "the copy with compute."),
+    Rule("persistent_workers", lambda n: n["loop_found"] and n["num_workers"] >= 1
+         and n["persistent_workers"] is not True,
+         "Add persistent_workers=True (--persistent-workers): otherwise the {num_workers} worker(s) are "
+         "started again at every epoch, and the first batches of each epoch wait for them."),
+    Rule("cpu_only", lambda n: n["loop_found"] and n["gpus"] == 0,
+         "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
+         "{cpus} CPU(s), which the model ignores. Check the advice with `dlprof sweep`."),
+    Rule("few_batches", lambda n: n["loop_found"] and n["batches"] < FEW_BATCHES,
+         "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
+         "heavily in these averages; profile a few hundred steps for firmer advice."),
+)
+
+
+def advise(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, Any] | None = None,
+           rules: tuple[Rule, ...] = RULES) -> Advice:
+    """Evaluate the rule table; return the advice, its reasons and the exact edits."""
+    numbers = model_numbers(loop, facts, meta)
+    fired = [rule for rule in rules if rule.when(numbers)]
+    edits: list[str] = []
+    if numbers["num_workers"] is not None:
+        edits = [f"#SBATCH --cpus-per-task={numbers['cpus_per_task']}",
+                 f"--num-workers {numbers['num_workers']}"]
+    return Advice(num_workers=numbers["num_workers"], cpus_per_task=numbers["cpus_per_task"],
+                  reasons=[rule.message.format(**numbers) for rule in fired], edits=edits,
+                  fired_rules=[rule.name for rule in fired], numbers=numbers)

@@ -1,0 +1,244 @@
+"""Stage 3: say which phase of a training step each profiled line belongs to, and find the loop.
+
+Lines are classified from the parsed source (the `ast` module), not from regular expressions on
+the raw text: a statement that spans several lines gets one phase, `for` headers are told apart
+from the calls in their bodies, and a comment that mentions `backward` changes nothing. Names
+still matter (a call to `model(...)` is the forward pass), so the name patterns are kept in one
+place below where a reader can extend them.
+
+The data-wait line is the header of the loop that pulls batches: a `for` whose iterable names a
+loader (`train_loader`, `enumerate(loader)`, `tqdm(dataloader)`), or failing that the innermost
+`for` whose body calls `.backward()` or `optimizer.step()`.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from profiling.records import PHASES, LineProfile, LoopSummary
+from profiling.table import Sources
+
+LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch", re.IGNORECASE)
+MODEL_NAMES = re.compile(r"^(model|net|network|module|encoder|decoder|backbone|classifier)$"
+                         r"|_model$|^model_|_net$", re.IGNORECASE)
+LOSS_NAMES = re.compile(r"loss|criterion|cross_?entropy|nll|mse|bce|kl_div|hinge", re.IGNORECASE)
+OUTPUT_TARGETS = {"output", "outputs", "out", "logits", "pred", "preds", "prediction", "y_hat", "yhat"}
+SYNC_ATTRS = {"item", "tolist", "numpy", "cpu", "synchronize"}
+LOG_ATTRS = {"info", "debug", "warning", "log", "write", "add_scalar", "add_scalars", "set_postfix"}
+LOG_RECEIVERS = re.compile(r"log|writer|wandb|mlflow|tensorboard|pbar|tqdm|sys\.std", re.IGNORECASE)
+OPTIMIZER_RECEIVERS = re.compile(r"optim|opt$|scaler|sched", re.IGNORECASE)
+
+# When one line holds several kinds of call, the first phase in this order wins.
+PRIORITY = ("backward", "optimizer", "forward", "loss", "host_to_device", "logging_sync", "data_wait")
+
+
+@dataclass(frozen=True)
+class LoaderLoop:
+    """A `for ... in <loader>` loop found in a profiled function."""
+
+    file: str
+    function: str
+    header: tuple[int, ...]     # the lines of the `for` header
+    body_start: int
+    body_end: int
+    steps: bool                 # the body calls backward() or optimizer.step(): a training loop
+    function_start: int | None  # first body line of the enclosing function (counts calls)
+
+
+def _callee(call: ast.Call) -> tuple[str, str]:
+    """(name, receiver) of a call: `F.nll_loss(x)` -> ("nll_loss", "F"); `model(x)` -> ("model", "")."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id, ""
+    if isinstance(func, ast.Attribute):
+        return func.attr, ast.unparse(func.value)
+    if isinstance(func, ast.Call):  # nn.CrossEntropyLoss()(out, y)
+        return _callee(func)
+    return "", ""
+
+
+def _call_phase(call: ast.Call) -> str | None:
+    name, receiver = _callee(call)
+    if name == "backward":
+        return "backward"
+    if name == "zero_grad" or "clip_grad" in name or (
+            name in {"step", "update"} and OPTIMIZER_RECEIVERS.search(receiver)):
+        return "optimizer"
+    if name == "print" or name in SYNC_ATTRS or (name in LOG_ATTRS and LOG_RECEIVERS.search(receiver)):
+        return "logging_sync"
+    if name in {"to", "cuda"} and receiver:
+        return "host_to_device"
+    if name == "next" and any(LOADER_NAMES.search(n) or "iter" in n.lower() for n in _names(call)):
+        return "data_wait"
+    if LOSS_NAMES.search(name):
+        return "loss"
+    if MODEL_NAMES.search(name) or name == "forward":
+        return "forward"
+    return None
+
+
+def _names(node: ast.AST) -> list[str]:
+    """Every identifier mentioned in an expression (`enumerate(self.train_loader)` -> enumerate, self, train_loader)."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.append(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.append(sub.attr)
+    return found
+
+
+def statement_phase(node: ast.AST) -> str:
+    """The phase of one simple statement (or of a compound statement's header expression)."""
+    phases = {p for call in ast.walk(node) if isinstance(call, ast.Call) if (p := _call_phase(call))}
+    if not phases and isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        if targets & OUTPUT_TARGETS:  # output = some_callable(x): the forward pass under another name
+            phases.add("forward")
+    return next((p for p in PRIORITY if p in phases), "other")
+
+
+def _rank(phase: str) -> int:
+    return PRIORITY.index(phase) if phase in PRIORITY else len(PRIORITY)
+
+
+def _is_steps(node: ast.AST) -> bool:
+    return any(isinstance(c, ast.Call) and _call_phase(c) in {"backward", "optimizer"} for c in ast.walk(node))
+
+
+def _is_range(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and _callee(expr)[0] in {"range", "enumerate"} and all(
+        _callee(a)[0] == "range" for a in expr.args if isinstance(a, ast.Call)) and not any(
+        LOADER_NAMES.search(n) for n in _names(expr))
+
+
+def _is_loader_loop(loop: ast.For | ast.AsyncFor) -> bool:
+    if any(LOADER_NAMES.search(n) for n in _names(loop.iter)):
+        return True
+    inner_loops_step = any(isinstance(n, (ast.For, ast.AsyncFor)) and n is not loop and _is_steps(n)
+                           for n in ast.walk(loop))
+    return _is_steps(loop) and not inner_loops_step and not _is_range(loop.iter)
+
+
+def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The def that kernprof keyed as (first_line, name); first_line is the first decorator's line."""
+    short = name.rsplit(".", 1)[-1]
+    same_name = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == short:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            if first_line in (start, node.lineno):
+                return node
+            same_name.append(node)
+    return same_name[0] if len(same_name) == 1 else None
+
+
+def classify_function(source: str, file: str, first_line: int, name: str) -> tuple[dict[int, str], list[LoaderLoop]]:
+    """Phase of every line of one function, and the loader loops in it. Raises SyntaxError."""
+    tree = ast.parse(source)
+    func = _find_function(tree, first_line, name)
+    if func is None:
+        return {}, []
+    phase_of: dict[int, str] = {}
+    loops: list[LoaderLoop] = []
+    for node in ast.walk(func):
+        if node is func or not isinstance(node, ast.stmt):
+            continue
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            header = tuple(range(node.lineno, node.body[0].lineno if node.body[0].lineno > node.lineno
+                                 else node.lineno + 1))
+            is_loader = _is_loader_loop(node)
+            for line in header:
+                phase_of[line] = "data_wait" if is_loader else statement_phase(node.iter)
+            if is_loader:
+                loops.append(LoaderLoop(file, name, header, node.body[0].lineno, node.end_lineno or node.lineno,
+                                        _is_steps(node), func.body[0].lineno if func.body[0] is not node else None))
+        elif isinstance(node, (ast.While, ast.If)):
+            phase_of.setdefault(node.lineno, statement_phase(node.test))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            phase_of.setdefault(node.lineno, "other")
+        elif not hasattr(node, "body"):  # a simple statement: all its lines share its phase
+            phase = statement_phase(node)
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                if line not in phase_of or _rank(phase) < _rank(phase_of[line]):
+                    phase_of[line] = phase  # `a(); b()` on one line: the stronger phase wins
+    return phase_of, loops
+
+
+def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources) -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
+    """Fill the table's `phase` column; return it with the loader loops found and any notes."""
+    phase_of: dict[tuple[str, str, int], str] = {}
+    loops: list[LoaderLoop] = []
+    notes: list[str] = []
+    for file, first_line, name in profile.timings:
+        lines = sources.get(file)
+        if lines is None:
+            continue
+        try:
+            phases, found = classify_function("\n".join(lines), file, first_line, name)
+        except (SyntaxError, ValueError) as err:
+            notes.append(f"{file}: could not parse the source to classify {name} ({type(err).__name__}); "
+                         "its lines are shown as 'other'")
+            continue
+        if not phases:
+            notes.append(f"{file}: found no definition of {name} at line {first_line}; "
+                         "the source may have changed since the profile was taken")
+        phase_of.update({(file, name, line): phase for line, phase in phases.items()})
+        loops.extend(found)
+    table = table.copy()
+    table["phase"] = [phase_of.get((f, fn, ln), "other")
+                      for f, fn, ln in zip(table["file"], table["function"], table["line"])]
+    return table, loops, notes
+
+
+def _hits(rows: pd.DataFrame, line: int | None) -> int:
+    if line is None:
+        return 0
+    match = rows.loc[rows["line"] == line, "hits"]
+    return int(match.iloc[0]) if len(match) else 0
+
+
+def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
+    """Wait, compute and batch count of one loader loop, from the classified table."""
+    rows = table[(table["file"] == loop.file) & (table["function"] == loop.function)]
+    header = rows[rows["line"].isin(loop.header)]
+    body = rows[(rows["line"] >= loop.body_start) & (rows["line"] <= loop.body_end)
+                & ~rows["line"].isin(loop.header)]
+    header_hits = int(header["hits"].max()) if len(header) else 0
+    # The first body line runs once per batch in every line_profiler version; the header runs one
+    # extra time per loop start in most versions (not in 4.0.0), so it is only a fallback.
+    batches = _hits(rows, loop.body_start) or max(header_hits - 1, 0) or header_hits
+    entries = _hits(rows, loop.function_start) or None
+    return LoopSummary(file=loop.file, function=loop.function, header_line=loop.header[0], batches=batches,
+                       wait_seconds=float(header["seconds"].sum()), compute_seconds=float(body["seconds"].sum()),
+                       entries=entries)
+
+
+def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary | None:
+    """The loop to advise on: a training loop (one that steps) before any other, then the costliest."""
+    summaries = [(loop.steps, s.wait_seconds + s.compute_seconds, s)
+                 for loop in loops if (s := summarise_loop(table, loop)).batches > 0]
+    if not summaries:
+        return None
+    return max(summaries, key=lambda item: (item[0], item[1]))[2]
+
+
+def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
+    """Seconds, % and ms per batch of each phase, over the function that holds the training loop.
+
+    Restricting to that function keeps "per batch" honest when other functions (an eval loop,
+    helpers) were profiled too; without a loop every profiled line counts and per-batch is empty.
+    """
+    rows = table if loop is None else table[(table["file"] == loop.file) & (table["function"] == loop.function)]
+    seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
+    total = float(seconds.sum())
+    return pd.DataFrame({
+        "phase": list(PHASES),
+        "seconds": seconds.to_numpy(dtype=float),
+        "pct": (100.0 * seconds / total).to_numpy(dtype=float) if total > 0 else [0.0] * len(PHASES),
+        "per_batch_ms": (1e3 * seconds / loop.batches).to_numpy(dtype=float) if loop and loop.batches
+        else [float("nan")] * len(PHASES),
+    })

@@ -1,0 +1,171 @@
+"""Stage 5: the report as terminal text, Markdown, JSON or CSV (HTML lives in `profiling.html`).
+
+Renderers only format what `build_report` computed; any number shown here is in the `Report`,
+so the text, the Markdown, the JSON and the HTML page can never disagree.
+"""
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from profiling.records import Report
+
+TOP_LINES = 15  # the slowest lines shown in text and Markdown (the CSV and HTML have them all)
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _phase_rows(report: Report) -> list[list[str]]:
+    rows = report.phases[report.phases["seconds"] > 0]
+    return [[r.phase, _num(r.seconds, 3), _num(r.pct, 1), _num(r.per_batch_ms, 3)] for r in rows.itertuples()]
+
+
+def _line_rows(report: Report, limit: int = TOP_LINES) -> list[list[str]]:
+    rows = report.lines.sort_values("seconds", ascending=False).head(limit)
+    return [[f"{Path(r.file).name}:{r.line}", str(r.hits), _num(r.seconds, 3), _num(r.ms_per_hit, 3),
+             _num(r.pct_of_function, 1), r.phase, r.source.strip()[:60]] for r in rows.itertuples()]
+
+
+PHASE_HEADER = ["phase", "seconds", "%", "ms/batch"]
+LINE_HEADER = ["line", "hits", "seconds", "ms/hit", "% of fn", "phase", "source"]
+
+
+def _loop_lines(report: Report) -> list[str]:
+    loop = report.loop
+    if loop is None:
+        return ["No training loop (`for ... in <loader>`) found: see the notes."]
+    return [f"Training loop: {loop.file}:{loop.header_line} in {loop.function}(), {loop.batches} batches",
+            f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
+            f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
+
+
+def _advice_head(report: Report) -> list[str]:
+    advice = report.advice
+    if advice.num_workers is None:
+        return ["No num_workers advice (see why below)."]
+    return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}"]
+
+
+def _facts_line(report: Report) -> str:
+    f = report.facts
+    workers = "unknown" if f.num_workers is None else str(f.num_workers)
+    per_gpu = f", node has {f.cores_per_gpu} cores per GPU" if f.cores_per_gpu else ""
+    return f"Job: {f.cpus} CPU(s), {f.gpus} GPU(s), profiled with num_workers={workers}{per_gpu}"
+
+
+def _text_table(header: Sequence[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    fmt = indent + "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header).rstrip()] + [fmt.format(*row).rstrip() for row in rows]
+
+
+def render_text(report: Report) -> str:
+    out = [f"Profile: {report.lprof_path}", _facts_line(report), f"  ({report.facts.source})", ""]
+    out += _loop_lines(report) + ["", "Phases" + (f" of {report.loop.function}()" if report.loop else "") + ":"]
+    out += _text_table(PHASE_HEADER, _phase_rows(report))
+    out += ["", "ADVICE", "  " + _advice_head(report)[0]]
+    if report.advice.edits:
+        out += ["  Exact edits (in the job script):"] + [f"    {e}" for e in report.advice.edits]
+    out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons]
+    if report.notes:
+        out += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
+    out += ["", f"Slowest lines (of {len(report.lines)}):"] + _text_table(LINE_HEADER, _line_rows(report))
+    return "\n".join(out)
+
+
+def _md_table(header: Sequence[str], rows: list[list[str]]) -> list[str]:
+    def cells(values: Iterable[str]) -> str:
+        return "| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |"
+    return [cells(header), "|" + "---|" * len(header)] + [cells(row) for row in rows]
+
+
+def render_markdown(report: Report) -> str:
+    out = [f"# Profile report: `{Path(report.lprof_path).name}`", "", _facts_line(report) + ".",
+           f"Counts from: {report.facts.source}.", "", "## Training loop", ""]
+    out += [line.strip() + "  " for line in _loop_lines(report)]
+    out += ["", "## Advice", "", "**" + _advice_head(report)[0] + "**", ""]
+    if report.advice.edits:
+        out += ["Exact edits in the job script:", "", "```bash", *report.advice.edits, "```", ""]
+    out += [f"- {r}" for r in report.advice.reasons]
+    out += ["", "## Phases", ""] + _md_table(PHASE_HEADER, _phase_rows(report))
+    if report.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    rows = [[c if i != 6 else f"`{c}`" if c else "" for i, c in enumerate(row)] for row in _line_rows(report)]
+    out += ["", f"## Slowest lines (of {len(report.lines)})", ""] + _md_table(LINE_HEADER, rows)
+    return "\n".join(out) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: NaN/inf -> null, paths -> str, numpy scalars -> Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    """The report as plain data: what `--format json` prints and other tools read."""
+    loop = None
+    if report.loop is not None:
+        loop = asdict(report.loop) | {"wait_per_batch_s": report.loop.wait_per_batch,
+                                      "compute_per_batch_s": report.loop.compute_per_batch,
+                                      "data_wait_fraction": report.loop.wait_fraction}
+    advice = report.advice
+    return _plain({
+        "profile": report.lprof_path,
+        "facts": asdict(report.facts),
+        "loop": loop,
+        "phases": report.phases.to_dict(orient="records"),
+        "advice": {"num_workers": advice.num_workers, "cpus_per_task": advice.cpus_per_task,
+                   "reasons": advice.reasons, "edits": advice.edits, "rules": advice.fired_rules,
+                   "numbers": advice.numbers},
+        "notes": report.notes,
+        "meta": report.meta,
+    })
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_dict(report), indent=2)
+
+
+def render_csv(report: Report) -> str:
+    return report.lines.to_csv(index=False)
+
+
+def render_html_page(report: Report, plot_paths: list[Path] | None = None) -> str:
+    """HTML through `profiling.html`; without plot files, draw them in a temporary folder first."""
+    from profiling import html, plots
+
+    if plot_paths is not None:
+        return html.render_html(report, plot_paths)
+    with tempfile.TemporaryDirectory() as tmp:
+        return html.render_html(report, plots.write_plots(report, Path(tmp), "report"))
+
+
+def render(report: Report, fmt: str, plot_paths: list[Path] | None = None) -> str:
+    """The report in one format: text, md, json, csv or html."""
+    if fmt == "html":
+        return render_html_page(report, plot_paths)
+    renderers = {"text": render_text, "md": render_markdown, "json": render_json, "csv": render_csv}
+    if fmt not in renderers:
+        raise ValueError(f"unknown format {fmt!r}")
+    return renderers[fmt](report)
+

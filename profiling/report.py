@@ -1,0 +1,120 @@
+"""The pipeline in one place: .lprof -> table -> phases -> facts -> advice -> `Report` -> files.
+
+`build_report` only reads; `write_report` only writes. The PNG plots and the HTML page come from
+`profiling.plots` and `profiling.html`, imported when needed so that a missing plotting stack
+costs the pictures, not the report.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from profiling.advice import advise
+from profiling.lprof import load_lprof
+from profiling.phases import classify_lines, phase_summary, training_loop
+from profiling.records import ProfileError, Report
+from profiling.render import render
+from profiling.resources import Environment, job_facts, read_environment
+from profiling.table import line_table, read_sources
+
+CUDA_CAVEAT = (
+    "CUDA caveat: GPU work runs asynchronously, so line_profiler charges it to whichever line waits "
+    "for the GPU (often `.to(device)`, `.item()` or `loss.backward()`), not to the line that launched "
+    "it. The split among the compute phases can therefore mislead on a GPU; the advice uses only the "
+    "data wait and the sum of all compute lines, which this does not change.")
+WORKER_NOTE = (
+    "line_profiler records only the main process: with num_workers > 0 the time workers spend "
+    "building batches does not appear, only the main process's wait for them (the loop header).")
+
+# File name of each format written next to the .lprof.
+SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "csv": ".lines.csv",
+            "html": ".report.html"}
+
+
+def sibling(lprof: Path, suffix: str) -> Path:
+    """`runs/123.lprof` -> `runs/123<suffix>`: the files `run` writes beside a profile."""
+    name = lprof.name[: -len(".lprof")] if lprof.name.endswith(".lprof") else lprof.name
+    return lprof.with_name(name + suffix)
+
+
+def read_meta(lprof: Path) -> tuple[dict[str, Any], list[str]]:
+    """The run's `<stem>.meta.json`, if `run` wrote one; a broken one is a note, not a failure."""
+    path = sibling(lprof, ".meta.json")
+    if not path.is_file():
+        return {}, []
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return {}, [f"ignored {path.name}: not readable JSON ({type(err).__name__})"]
+    if not isinstance(meta, dict):
+        return {}, [f"ignored {path.name}: expected a JSON object"]
+    return meta, []
+
+
+def read_samples(lprof: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    """GPU/CPU samples `run --sample-gpu` left beside the profile, for the utilisation plot."""
+    path = sibling(lprof, ".samples.csv")
+    if not path.is_file():
+        return None, []
+    try:
+        return pd.read_csv(path), []
+    except (OSError, ValueError) as err:
+        return None, [f"ignored {path.name}: {type(err).__name__}"]
+
+
+def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | None = None,
+                 num_workers: int | None = None, source_root: str | Path | None = None,
+                 cores_per_gpu: int | None = None, environment: Environment | None = None) -> Report:
+    """Read a .lprof (and its metadata) and compute everything the renderers show.
+
+    Raises ProfileError for a file that is missing, unsafe, malformed or empty.
+    """
+    lprof_path = Path(lprof_path)
+    profile = load_lprof(lprof_path)
+    meta, notes = read_meta(lprof_path)
+    roots = [Path(r) for r in (source_root, meta.get("cwd")) if r] + [lprof_path.parent, Path.cwd()]
+    sources, source_notes = read_sources(profile, dict.fromkeys(roots))
+    table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources)
+    loop = training_loop(table, loops)
+    facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
+                      environment=environment if environment is not None else read_environment(meta))
+    samples, sample_notes = read_samples(lprof_path)
+    notes += source_notes + parse_notes + sample_notes
+    if loop is None:
+        notes.append("no `for ... in <loader>` loop found in the profiled functions: the line table is "
+                     "complete, but there is no data wait to base num_workers advice on")
+    else:
+        others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
+        if len(others):
+            notes.append(f"phases cover {loop.function}() only; {others['function'].nunique()} other profiled "
+                         f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
+    notes += [CUDA_CAVEAT, WORKER_NOTE]
+    return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
+                  advice=advise(loop, facts, meta), notes=notes, meta=meta, samples=samples, loop=loop)
+
+
+def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:
+    """Write `<stem>.report.txt/.md/.json/.html`, `<stem>.lines.csv` and the PNG plots; return the paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    formats = list(dict.fromkeys(formats))
+    unknown = [f for f in formats if f not in SUFFIXES]
+    if unknown:
+        raise ProfileError(f"unknown report format(s): {', '.join(unknown)}")
+    written: list[Path] = []
+    plot_paths: list[Path] = []
+    try:
+        from profiling.plots import write_plots
+    except ImportError as err:
+        report.notes.append(f"no plots: {err}")
+    else:
+        plot_paths = list(write_plots(report, out_dir, stem))
+    for fmt in formats:
+        path = out_dir / f"{stem}{SUFFIXES[fmt]}"
+        path.write_text(render(report, fmt, plot_paths=plot_paths), encoding="utf-8")
+        written.append(path)
+    return written + plot_paths

@@ -1,0 +1,155 @@
+"""Stage 0 of the advice: which CPUs and GPUs the profiled job had, and what the node could give.
+
+Never `os.cpu_count()`: on a cluster node it counts every core of the machine (dozens), not the
+few this job may use, and advice built on it would ask for CPUs the job does not have.
+The order of trust is: a flag the user typed, then what `run` recorded inside the job
+(`<stem>.meta.json`), then the Slurm environment, then the affinity mask of this process.
+
+The node's cores per GPU (the ceiling for `--cpus-per-task` on a GPU node) is read from
+`scontrol show node`, because no job environment variable holds it: `SLURM_CPUS_ON_NODE` is the
+CPUs *allocated* to the job on the node, which is what we already know, not the node's size.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from profiling.records import JobFacts
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the machine says, gathered once, so that `job_facts` stays a pure function."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    affinity: int | None = None    # len(os.sched_getaffinity(0))
+    node_text: str | None = None   # `scontrol show node NAME` output, when inside Slurm
+    nvml_gpus: int | None = None   # GPUs the NVIDIA driver reports, when there is one
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    text = str(value or "").strip().split("(")[0]  # SLURM_JOB_CPUS_PER_NODE may read "4(x2)"
+    return int(text) if text.isdigit() else None
+
+
+def cpus_from_env(env: Mapping[str, str], affinity: int | None) -> tuple[int | None, str]:
+    """CPUs this job may use: SLURM_CPUS_PER_TASK when set (sbatch -c), else the affinity mask."""
+    per_task = _int(env.get("SLURM_CPUS_PER_TASK"))
+    if per_task:
+        return per_task, "SLURM_CPUS_PER_TASK"
+    if affinity:
+        return affinity, "the CPU affinity mask"
+    return None, ""
+
+
+def gpus_from_env(env: Mapping[str, str]) -> tuple[int | None, str]:
+    """GPUs the job sees: SLURM_GPUS_ON_NODE, else the entries of CUDA_VISIBLE_DEVICES."""
+    on_node = _int(env.get("SLURM_GPUS_ON_NODE"))
+    if on_node is not None:
+        return on_node, "SLURM_GPUS_ON_NODE"
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v for v in visible.split(",") if v.strip() and v.strip() not in {"-1", "NoDevFiles"}]
+        return len(ids), "CUDA_VISIBLE_DEVICES"
+    return None, ""
+
+
+def parse_node(text: str) -> tuple[int | None, int | None]:
+    """(CPUTot, number of GPUs in Gres) from `scontrol show node` output."""
+    cpus = re.search(r"\bCPUTot=(\d+)", text)
+    gres = re.search(r"\bGres=(\S+)", text)
+    gpus = None
+    if gres:
+        counts = [int(m.group(1)) for m in re.finditer(r"gpu(?::[^:,(\s]+)?:(\d+)", gres.group(1))]
+        gpus = sum(counts) if counts else None
+    return (int(cpus.group(1)) if cpus else None), gpus
+
+
+def cores_per_gpu_of(node_text: str | None) -> int | None:
+    """The node's fair share of cores for one GPU (CPUTot / GPUs), when the node has GPUs."""
+    if not node_text:
+        return None
+    cpus, gpus = parse_node(node_text)
+    return cpus // gpus if cpus and gpus else None
+
+
+def node_name(env: Mapping[str, str], meta: Mapping[str, Any]) -> str | None:
+    """The node the profiled job ran on: this job's node, else the one `run` recorded."""
+    name = env.get("SLURMD_NODENAME") or (meta.get("slurm") or {}).get("SLURM_JOB_NODELIST", "")
+    return name if name and re.fullmatch(r"[\w.-]+", name) else None  # one plain node, not a list
+
+
+def read_environment(meta: Mapping[str, Any] | None = None) -> Environment:
+    """Gather the process's environment, affinity mask, Slurm node description and NVML count."""
+    env = dict(os.environ)
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    node = node_name(env, meta or {})
+    return Environment(env=env, affinity=affinity, node_text=_scontrol_node(node) if node else None,
+                       nvml_gpus=_nvml_gpus())
+
+
+def _scontrol_node(name: str) -> str | None:
+    try:
+        out = subprocess.run(["scontrol", "show", "node", name], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _nvml_gpus() -> int | None:
+    """GPU count from the driver; None where there is no NVIDIA driver (this is normal on CPU nodes)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no library, no driver, no device: all mean "the driver does not say"
+        return None
+
+
+def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int | None = None,
+              cores_per_gpu: int | None = None, meta: Mapping[str, Any] | None = None,
+              environment: Environment | None = None) -> JobFacts:
+    """Merge flags, run metadata and the environment into the facts the advice is computed from."""
+    meta = meta or {}
+    environment = environment or Environment()
+    said: list[str] = []
+
+    def pick(label: str, *candidates: tuple[Any, str]) -> Any:
+        for value, source in candidates:
+            value = _int(value)
+            if value is not None:
+                said.append(f"{label} from {source}")
+                return value
+        return None
+
+    env_cpus, env_cpus_from = cpus_from_env(environment.env, environment.affinity)
+    env_gpus, env_gpus_from = gpus_from_env(environment.env)
+    cpus = pick("CPUs", (cpus, "--cpus"), (meta.get("cpus"), "the run's metadata"), (env_cpus, env_cpus_from))
+    gpus = pick("GPUs", (gpus, "--gpus"), (meta.get("gpus"), "the run's metadata"), (env_gpus, env_gpus_from),
+                (environment.nvml_gpus, "the NVIDIA driver"))
+    num_workers = pick("num_workers", (num_workers, "--num-workers"), (meta.get("num_workers"), "the run's metadata"))
+    cores_per_gpu = pick("cores per GPU", (cores_per_gpu, "--cores-per-gpu"),
+                         (meta.get("cores_per_gpu"), "the run's metadata"),
+                         (cores_per_gpu_of(environment.node_text), "scontrol show node"))
+    if cpus is None:
+        cpus = 1
+        said.append("CPUs unknown, assumed 1")
+    if gpus is None:
+        gpus = 0
+        said.append("no GPU found (assumed a CPU-only run; use --gpus N)")
+    return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
+                    cores_per_gpu=cores_per_gpu or None, source="; ".join(said))

@@ -1,0 +1,79 @@
+"""Stage 2: the per-line table (one row per profiled line, columns `LINE_COLUMNS`).
+
+kernprof records each function's file as the code object's `co_filename`, which is the path as
+typed on the command line: often relative (`mnist_classify.py`, `lessons/x.py`) to the directory
+kernprof ran in, absolute for imported modules. So source text is looked up under that directory
+(from the run's metadata or `--source-root`) and then beside the `.lprof`. A file that cannot be
+found leaves the `source` column empty and adds a note: the timings are still worth reading.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from profiling.records import LINE_COLUMNS, LineProfile
+
+# file key -> its lines (index 0 is line 1), or None when the file was not found.
+Sources = dict[str, list[str] | None]
+
+
+def resolve_source(filename: str, roots: Iterable[Path]) -> Path | None:
+    """Where `filename` (as kernprof recorded it) is on this machine, or None."""
+    candidate = Path(filename)
+    if candidate.is_absolute():
+        return candidate if candidate.is_file() else None
+    for root in roots:
+        path = Path(root) / candidate
+        if path.is_file():
+            return path
+    return None
+
+
+def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, list[str]]:
+    """Read each profiled file once; return the lines per file key and notes for missing files."""
+    roots = [Path(r) for r in roots]
+    sources: Sources = {}
+    notes: list[str] = []
+    for filename in sorted({key[0] for key in profile.timings}):
+        path = resolve_source(filename, roots)
+        if path is None:
+            sources[filename] = None
+            where = ", ".join(str(r) for r in roots) or "the current directory"
+            notes.append(f"source file {filename!r} not found (looked under {where}); its lines "
+                         "have timings but no text or phase (use --source-root DIR)")
+            continue
+        try:
+            sources[filename] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as err:
+            sources[filename] = None
+            notes.append(f"source file {path} could not be read ({err.strerror}); lines shown without text")
+    return sources, notes
+
+
+def line_table(profile: LineProfile, sources: Sources) -> pd.DataFrame:
+    """One row per (function, line): hits, seconds, ms per hit, % of the function, source text.
+
+    `phase` is filled with "other" here; the phases stage replaces it.
+    """
+    rows = []
+    for (filename, _first, function), entries in profile.timings.items():
+        total_ticks = sum(ticks for _line, _hits, ticks in entries)
+        text = sources.get(filename)
+        for line, hits, ticks in entries:
+            seconds = ticks * profile.unit
+            rows.append({
+                "file": filename,
+                "function": function,
+                "line": line,
+                "hits": hits,
+                "seconds": seconds,
+                "ms_per_hit": seconds * 1e3 / hits if hits else 0.0,
+                "pct_of_function": 100.0 * ticks / total_ticks if total_ticks else 0.0,
+                "source": text[line - 1].rstrip() if text is not None and 0 < line <= len(text) else "",
+                "phase": "other",
+            })
+    table = pd.DataFrame(rows, columns=list(LINE_COLUMNS))
+    return table.astype({"line": "int64", "hits": "int64", "seconds": "float64",
+                         "ms_per_hit": "float64", "pct_of_function": "float64"})
