@@ -1,0 +1,185 @@
+"""The job checker (`python -m jobs check`): each bad case refused with its own clear line.
+
+Pure tests on script text, plus a cross-check against the real sbatch (--test-only) that the
+checker's idea of a valid --time / --mem is Slurm's.
+"""
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jobs.resources import describe, valid_time
+from jobs.rules import RULE_IDS, check
+from jobs.script import parse_script, split_sbatch_argv, with_command_line
+
+TEMPLATES = sorted((Path(__file__).resolve().parents[1] / "jobs" / "templates").glob("*.sbatch"))
+
+
+def script(directives: str, commands: str = "python mnist_classify.py") -> str:
+    lines = ["#!/bin/bash"] + [f"#SBATCH {d}" for d in directives.split(";") if d.strip()]
+    return "\n".join(lines) + "\nset -euo pipefail\n" + textwrap.dedent(commands) + "\n"
+
+
+def findings(text: str, sbatch_args: list[str] | None = None):
+    job = parse_script(text, "job.sbatch")
+    if sbatch_args:
+        job = with_command_line(job, sbatch_args, [])
+    return check(job)
+
+
+# (case id, directives, commands, rule, a fragment the message must contain)
+ERRORS = [
+    ("workers-need-cores", "--cpus-per-task=4", "python mnist_classify.py --num-workers 4",
+     "cpus-for-workers", "--cpus-per-task=4 (line 2) is smaller than --num-workers 4 + 1"),
+    ("workers-no-cpus-option", "--gres=gpu:1", "python mnist_classify.py --num-workers=2",
+     "cpus-for-workers", "no --cpus-per-task (Slurm gives 1 CPU)"),
+    ("short-option-c", "-c 2", "python mnist_classify.py --num-workers 2",
+     "cpus-for-workers", "ask for --cpus-per-task=3"),
+    ("ddp-srun-tasks", "--nodes=1;--ntasks-per-node=1;--gres=gpu:4;--cpus-per-task=4",
+     "srun python multi_gpu/mnist_ddp.py", "ddp-tasks-per-node", "set --ntasks-per-node=4"),
+    ("ddp-gpus-per-node-option", "--ntasks-per-node=2;--gpus-per-node=a100:4",
+     "srun python multi_gpu/mnist_ddp.py", "ddp-tasks-per-node", "4 GPUs per node (--gpus-per-node=a100:4)"),
+    ("torchrun-many-tasks", "--ntasks-per-node=4;--gres=gpu:4",
+     "torchrun --standalone --nproc_per_node=4 multi_gpu/mnist_ddp.py", "torchrun-per-node",
+     "use --ntasks-per-node=1"),
+    ("torchrun-nproc", "--ntasks-per-node=1;--gres=gpu:4",
+     "torchrun --standalone --nproc_per_node=2 multi_gpu/mnist_ddp.py", "torchrun-per-node",
+     "--nproc_per_node=2 but the job has 4 GPUs per node"),
+    ("time-hours-suffix", "--time=2h", "python x.py", "time-format", "--time=2h (line 2) is not a form"),
+    ("time-four-fields", "-t 01:00:00:00", "python x.py", "time-format", "--time=01:00:00:00"),
+    ("time-decimal", "--time=1.5", "python x.py", "time-format", "is not a form Slurm accepts"),
+    ("mem-no-unit", "--mem=16", "python x.py", "memory-unit", "--mem=16 (line 2) has no unit, so Slurm reads 16 megabytes"),
+    ("mem-per-cpu-no-unit", "--mem-per-cpu=4", "python x.py", "memory-unit", "--mem-per-cpu=4"),
+    ("mem-malformed", "--mem=1.5G", "python x.py", "memory-unit", "is not a size Slurm reads"),
+    ("name-dollar", "--job-name=run$USER", "python x.py", "unsafe-name", "'$'"),
+    ("output-home", "--output=$HOME/logs/%j.out", "python x.py", "unsafe-name", "no $VAR or ~ expansion"),
+    ("output-tilde", "--output=~/x.out", "python x.py", "unsafe-name", "'~'"),
+    ("name-pipe", "-J 'a|rm -rf x'", "python x.py", "unsafe-name", "'|'"),
+    ("name-space", "--job-name='my job'", "python x.py", "unsafe-name", "' '"),
+    ("nodes-no-srun", "--nodes=2;--ntasks-per-node=1;--gres=gpu:4",
+     "torchrun --nnodes=2 --nproc_per_node=4 --rdzv_backend=c10d multi_gpu/mnist_ddp.py",
+     "many-nodes-without-srun", "--nodes=2 but no command is started with srun"),
+]
+
+WARNINGS = [
+    ("ntasks-for-ddp", "--nodes=2;--ntasks=8;--gres=gpu:4;--cpus-per-task=2",
+     "srun python multi_gpu/mnist_ddp.py", "ntasks-not-per-node", "write --ntasks-per-node=4"),
+    ("one-gpu-per-node", "--nodes=4;--ntasks-per-node=1;--gres=gpu:1",
+     "srun python multi_gpu/mnist_ddp.py", "one-gpu-per-node", "4 nodes with one GPU each"),
+    ("mem-far-above", "--cpus-per-task=2;--mem=500G;--gres=gpu:1",
+     "python mnist_classify.py --num-workers 1", "mem-far-above-need", "--mem asks for 500 GB per node"),
+]
+
+
+@pytest.mark.parametrize("case, directives, commands, rule, fragment", ERRORS, ids=[c[0] for c in ERRORS])
+def test_each_bad_case_is_refused_with_its_message(case, directives, commands, rule, fragment):
+    found = findings(script(directives, commands))
+    errors = [f for f in found if f.level == "error"]
+    assert [f.rule for f in errors] == [rule], [f.line() for f in found]
+    assert fragment in errors[0].message
+    assert "\n" not in errors[0].line()  # one line each
+
+
+@pytest.mark.parametrize("case, directives, commands, rule, fragment", WARNINGS, ids=[c[0] for c in WARNINGS])
+def test_warnings_do_not_refuse(case, directives, commands, rule, fragment):
+    found = findings(script(directives, commands))
+    assert [f.level for f in found] == ["warning"], [f.line() for f in found]
+    assert found[0].rule == rule and fragment in found[0].message
+
+
+def test_every_rule_has_a_case():
+    covered = {c[3] for c in ERRORS} | {c[3] for c in WARNINGS}
+    assert covered == RULE_IDS
+
+
+GOOD = [
+    "--cpus-per-task=5;--gres=gpu:1;--mem=16G;--time=01:00:00",
+    "--nodes=2;--ntasks-per-node=4;--gres=gpu:4;--cpus-per-task=8;--time=1-00:00",
+    "--mem=0;--time=unlimited;-c 4",
+    "--mem=16000M;--output=logs/%x-%A_%a.out;--job-name=mnist.v2_run-1;-c4",
+]
+
+
+@pytest.mark.parametrize("directives", GOOD)
+def test_good_scripts_pass(directives):
+    assert findings(script(directives, "srun python multi_gpu/mnist_ddp.py --num-workers 3")) == []
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=[p.name for p in TEMPLATES])
+def test_the_kits_templates_pass_the_checker(path):
+    assert check(parse_script(path.read_text(), path.name)) == []
+
+
+def test_command_line_options_override_the_script_like_sbatch():
+    text = script("--cpus-per-task=8", "python mnist_classify.py --num-workers 4")
+    assert findings(text) == []
+    options, path, rest = split_sbatch_argv(["--parsable", "-c", "2", "--time=5", "job.sbatch", "--seed", "3"])
+    assert (options, path, rest) == (["--parsable", "-c", "2", "--time=5"], "job.sbatch", ["--seed", "3"])
+    [finding] = findings(text, options)
+    assert finding.rule == "cpus-for-workers" and "(command line)" in finding.message
+
+
+def test_directives_after_the_first_command_are_ignored_like_sbatch():
+    text = "#!/bin/bash\n#SBATCH -c 8\necho hi\n#SBATCH -c 1\npython x.py --num-workers 4\n"
+    assert describe(parse_script(text)).cpus_per_task == 8
+
+
+def test_continuation_lines_and_script_arguments_are_read():
+    text = "#!/bin/bash\n#SBATCH --nodes=2 --ntasks-per-node=1 --gres=gpu:2\nsrun torchrun \\\n  --nproc_per_node=2 \\\n  x.py\n"
+    res = describe(parse_script(text))
+    assert res.uses_srun and res.uses_torchrun and res.nproc_per_node == 2 and res.gpus_per_node == 2
+    job = with_command_line(parse_script(script("-c 2")), [], ["--num-workers", "6"])
+    assert [f.rule for f in check(job)] == ["cpus-for-workers"]
+
+
+def test_waiver_comment_silences_only_the_named_rule():
+    text = script("-c 1;--time=2h", "# dljobs: allow cpus-for-workers\npython x.py --num-workers 1")
+    assert [f.rule for f in findings(text)] == ["time-format"]
+
+
+def test_cli_exit_codes_and_one_line_per_problem(tmp_path, python_exe, repo):
+    bad = tmp_path / "bad.sbatch"
+    bad.write_text(script("--time=2h;--mem=16", "python x.py"))
+    good = tmp_path / "good.sbatch"
+    good.write_text(script("--time=10"))
+    run = lambda *files: subprocess.run([python_exe, "-m", "jobs", "check", *files], cwd=repo,
+                                         capture_output=True, text=True, timeout=60)
+    out = run(str(good))
+    assert out.returncode == 0 and "ok" in out.stdout
+    out = run(str(good), str(bad))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"{bad}: error[") for line in lines)
+    out = run(str(tmp_path / "missing.sbatch"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().endswith("error[unreadable]: No such file or directory")
+
+
+def test_dljobs_sbatch_refuses_before_submitting(tmp_path, python_exe, repo):
+    bad = tmp_path / "bad.sbatch"
+    bad.write_text(script("-c 1", "python x.py --num-workers 3"))
+    out = subprocess.run([python_exe, "-m", "jobs", "sbatch", "--parsable", str(bad)], cwd=repo,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    assert "not submitted" in out.stderr and "Traceback" not in out.stderr
+
+
+TIMES = ["10", "1:30", "01:00:00", "1-0", "1-02:00", "1-02:00:00", "unlimited", "1h", "90m", "1.5",
+         "01:00:00:00", "2 hours"]
+MEMS = ["4G", "4GB", "4000M", "0", "1.5G", "4Gi"]
+
+
+@pytest.mark.slurm
+def test_checker_agrees_with_real_sbatch_on_time_and_memory(slurm, tmp_path):
+    """The regexes are Slurm's own verdicts, checked against sbatch --test-only."""
+    for option, values, ours in (("--time", TIMES, valid_time),
+                                 ("--mem", MEMS, lambda v: not any(f.rule == "memory-unit" for f in
+                                                                   findings(script(f"--mem={v}"))))):
+        for value in values:
+            out = subprocess.run(["sbatch", "--test-only", f"{option}={value}", "--wrap", "true"],
+                                 cwd=tmp_path, capture_output=True, text=True, timeout=30)
+            slurm_accepts = "to start at" in out.stderr
+            assert ours(value) == slurm_accepts, (option, value, out.stderr)
