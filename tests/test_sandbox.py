@@ -3,12 +3,12 @@ slurmdbd (sacct, seff), and bringing the sandbox up again changes nothing."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from conftest import Slurm, run
 
 SANDBOX = Path(__file__).resolve().parents[1] / "jobs" / "sandbox"
 FAKE_GPU_DIR = "/var/lib/slurm/fake-gpu"
@@ -37,48 +37,13 @@ PY
 """
 
 
-def run(*cmd: str, timeout: float = 30, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run a command with extra environment; a hung controller fails the test, never hangs it."""
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**os.environ, **env})
-
-
-def wait_until_gone(job_id: str, limit: float = 60) -> None:
-    """Poll squeue, not `sbatch --wait`: the latter polls every 2, then 8, then 32 s."""
-    deadline = time.monotonic() + limit
-    while run("squeue", "-h", "-j", job_id).stdout.strip():
-        assert time.monotonic() < deadline, f"job {job_id} still queued after {limit} s"
-        time.sleep(0.1)
-
-
-def poll(cmd: tuple[str, ...], ready: Callable[[str], bool], limit: float = 15) -> str:
-    """Accounting reaches slurmdbd in pieces a moment after the job ends (a step's record can come
-    before the job's own, under a placeholder name), so poll until the record is whole."""
-    deadline = time.monotonic() + limit
-    while True:
-        out = run(*cmd).stdout
-        if ready(out) or time.monotonic() > deadline:
-            return out
-        time.sleep(0.3)
-
-
-def parse_sacct(text: str) -> dict[str, dict[str, str]]:
-    """`sacct -P` output as {JobID: {column: value}}."""
-    header, *rows = text.strip().splitlines()
-    names = header.split("|")
-    return {row.split("|")[0]: dict(zip(names, row.split("|"))) for row in rows}
-
-
 @pytest.fixture(scope="module")
-def gpu_job(slurm: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def gpu_job(slurm: Slurm, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """Submit the job once, wait for it, and give its id and output file to the tests below."""
     workdir = tmp_path_factory.mktemp("sandbox-job")
-    script = workdir / "job.sh"
-    script.write_text(JOB)
-    submitted = run("sbatch", "--parsable", f"--output={workdir}/job-%j.out", f"--chdir={workdir}", str(script))
-    assert submitted.returncode == 0, submitted.stderr
-    job_id = submitted.stdout.strip().split(";")[0]
-    wait_until_gone(job_id)
+    (workdir / "job.sh").write_text(JOB)
+    job_id = slurm.submit(f"--output={workdir}/job-%j.out", "job.sh", cwd=workdir)
+    slurm.wait(job_id, limit=60)
     return job_id, workdir / f"job-{job_id}.out"
 
 
@@ -93,27 +58,27 @@ def test_job_sees_one_fake_gpu(gpu_job: tuple[str, Path]) -> None:
         assert f"open nvidia{1 - int(gpu)}: EPERM" in lines
 
 
-def test_sacct_records_the_gpu(gpu_job: tuple[str, Path]) -> None:
+def test_sacct_records_the_gpu(slurm: Slurm, gpu_job: tuple[str, Path]) -> None:
     job_id, _ = gpu_job
-    cmd = ("sacct", "-P", "-j", job_id, "-o", "JobID,JobName,State,ExitCode,AllocTRES,MaxRSS")
-    whole = f"{job_id}|sandbox-test|COMPLETED"
-    records = parse_sacct(poll(cmd, lambda out: whole in out and f"{job_id}.batch|" in out))
+    records = slurm.sacct(job_id)
     job, batch = records[job_id], records[f"{job_id}.batch"]
     assert (job["JobName"], job["State"], job["ExitCode"]) == ("sandbox-test", "COMPLETED", "0:0")
     assert "gres/gpu=1" in job["AllocTRES"].split(",")
     assert batch["State"] == "COMPLETED"
 
 
-def test_seff_reports_memory(gpu_job: tuple[str, Path]) -> None:
+def test_seff_reports_memory(slurm: Slurm, gpu_job: tuple[str, Path]) -> None:
     job_id, _ = gpu_job
-    text = poll(("seff", job_id), lambda out: "of 200.00 MB" in out)
+    slurm.sacct(job_id)                            # seff reads the same record: wait for it whole
+    text = run("seff", job_id).stdout
     assert f"Job ID: {job_id}" in text
     assert "State: COMPLETED (exit code 0)" in text
+    assert "Memory Efficiency:" in text and "of 200.00 MB" in text, text
     used = next(line for line in text.splitlines() if line.startswith("Memory Utilized:"))
     assert float(used.split()[2]) > 0, text
 
 
-def test_slurm_up_again_is_a_quick_no_op(slurm: None) -> None:
+def test_slurm_up_again_is_a_quick_no_op(slurm: Slurm) -> None:
     if os.geteuid() != 0:
         pytest.skip("slurm-up.sh needs root")
     pids = {p.name: p.read_text() for p in Path("/run/slurm-sandbox").glob("*.pid")}
@@ -140,3 +105,17 @@ def test_apt_install_skips_what_is_installed() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     usage = run("bash", str(SANDBOX / "apt-install.sh"))
     assert (usage.returncode, usage.stderr) == (1, "apt-install: ERROR: usage: apt-install.sh PKG...\n")
+
+
+@pytest.mark.parametrize(("ci", "exit_code", "says"), [
+    ("true", 1, "Slurm sandbox required in CI: sinfo not found"),
+    ("", 0, "Slurm sandbox not available: sinfo not found"),
+])
+def test_missing_slurm_fails_in_ci_and_skips_outside(python_exe: str, repo: Path, ci: str,
+                                                      exit_code: int, says: str) -> None:
+    """The `slurm` fixture itself, run where no Slurm client is on PATH."""
+    inner = run(python_exe, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                f"{repo}/tests/test_sandbox.py::test_sacct_records_the_gpu",
+                timeout=120, CI=ci, PATH="/nonexistent")
+    assert inner.returncode == exit_code, inner.stdout
+    assert says in inner.stdout
