@@ -51,11 +51,13 @@ def test_job_sees_one_fake_gpu(gpu_job: tuple[str, Path]) -> None:
     _, output = gpu_job
     lines = output.read_text().splitlines()
     gpu = next(line.split("=", 1)[1] for line in lines if line.startswith("SLURM_JOB_GPUS="))
+    fenced = Path("/etc/slurm/cgroup.conf").exists()   # cgroup v1 with ConstrainDevices
     assert gpu in {"0", "1"}
-    assert "CUDA_VISIBLE_DEVICES=0" in lines      # Slurm renumbers the job's GPUs from 0
-    assert f"open nvidia{gpu}: ENXIO" in lines     # a character device with no driver behind it
-    if Path("/etc/slurm/cgroup.conf").exists():    # cgroup v1: the GPU not given is fenced off
-        assert f"open nvidia{1 - int(gpu)}: EPERM" in lines
+    # Inside a device cgroup the job's GPUs are renumbered from 0; without one, the index is real.
+    assert f"CUDA_VISIBLE_DEVICES={'0' if fenced else gpu}" in lines
+    assert f"open nvidia{gpu}: ENXIO" in lines         # a character device with no driver behind it
+    other = f"open nvidia{1 - int(gpu)}: {'EPERM' if fenced else 'ENXIO'}"
+    assert other in lines                              # the GPU not given is fenced off
 
 
 def test_sacct_records_the_gpu(slurm: Slurm, gpu_job: tuple[str, Path]) -> None:

@@ -37,17 +37,22 @@ CORES=$(field CoresPerSocket) THREADS=$(field ThreadsPerCore) MEMORY=$(field Rea
 [ -n "$CPUS" ] && [ -n "$MEMORY" ] || die "could not read CPUs and RealMemory from 'slurmd -C': $hw"
 (( MEMORY > 2048 )) && MEMORY=$(( MEMORY - 1024 ))   # leave some memory to the OS and the daemons
 
+# Slurm 22.05's cgroup support here is v1 only; hosts that mount just cgroup v2 get /proc tracking.
+cgroup_v1_mounted() {
+  local c
+  for c in cpuset memory devices freezer; do [ -e /sys/fs/cgroup/$c/tasks ] || return 1; done
+}
 if [ "$CGROUP" = auto ]; then
-  CGROUP=none
-  for c in cpuset memory devices freezer; do [ -e /sys/fs/cgroup/$c/tasks ] || continue 2; done
-  CGROUP=v1
+  if cgroup_v1_mounted; then CGROUP=v1; else CGROUP=none; fi
+elif [ "$CGROUP" = v1 ]; then
+  cgroup_v1_mounted || die "SANDBOX_CGROUP=v1, but the cgroup v1 controllers are not mounted under /sys/fs/cgroup"
 fi
 if [ "$CGROUP" = v1 ]; then
   PROCTRACK=proctrack/cgroup TASKPLUGIN=task/cgroup,task/affinity
-  OVERMEMORY="# --mem is enforced by the cgroup memory controller"
+  OVERMEMORY="# --mem is enforced by the cgroup memory controller (cgroup.conf)."
 else
   PROCTRACK=proctrack/linuxproc TASKPLUGIN=task/affinity
-  OVERMEMORY="JobAcctGatherParams=OverMemoryKill   # no cgroups: the sampler kills steps over --mem"
+  OVERMEMORY=$'# No cgroups: --mem is enforced only by the sampler killing steps that go over it.\nJobAcctGatherParams=OverMemoryKill'
 fi
 LAST_GPU=$(( GPUS - 1 ))
 
