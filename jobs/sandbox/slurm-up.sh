@@ -23,6 +23,10 @@ DB_PASS=sandbox-local-only      # MariaDB listens on its unix socket only
 bash "$SANDBOX_DIR/apt-install.sh" slurm-wlm munge slurmdbd mariadb-server libslurm-perl libslurmdb-perl \
   || die "could not install the Slurm packages (see the apt-install line above)"
 
+# seff comes from Debian's source package (it is in no binary one): fetch it while the daemons start.
+seff_job=""
+if [ ! -x /usr/local/bin/seff ]; then bash "$SANDBOX_DIR/install-seff.sh" & seff_job=$!; fi
+
 # ---- 2. configuration, rendered from the templates in conf/
 if [ -f $ETC/slurm.conf ] && ! grep -qF "$MARKER" $ETC/slurm.conf && [ "${SANDBOX_FORCE:-0}" != 1 ]; then
   die "$ETC/slurm.conf was not written by this script; set SANDBOX_FORCE=1 to replace it"
@@ -177,9 +181,8 @@ while :; do
 done
 log "node $NODE is $state"
 
-# ---- 5. seff (Debian builds it but ships it in no binary package)
-[ -x /usr/local/bin/seff ] || bash "$SANDBOX_DIR/install-seff.sh" \
-  || log "WARNING: seff is not installed; sacct still works"
+# ---- 5. seff, started in the background above
+[ -z "$seff_job" ] || wait "$seff_job" || log "WARNING: seff is not installed; sacct still works"
 
 # ---- 6. smoke test
 timeout 30 srun -n1 --mem=64M -t 1 true >/dev/null 2>&1 \
