@@ -87,8 +87,11 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
     except RecursionError:
         raise ProfileError(f"{where}: not a line_profiler file (nested too deeply)") from None
     except Exception as err:  # untrusted bytes: every unpickling failure is the file's fault
-        raise ProfileError(f"{where}: not a line_profiler .lprof file, or it is truncated "
-                           f"({type(err).__name__})") from None
+        if not data.startswith(b"\x80"):  # kernprof always writes pickle protocol 2 or later
+            raise ProfileError(f"{where}: not a .lprof file: it is not a pickle (is it the text "
+                               "output of `python -m line_profiler`?)") from None
+        raise ProfileError(f"{where}: a truncated or corrupt .lprof file ({type(err).__name__}: "
+                           f"{_short(str(err))})") from None
     if not isinstance(obj, _LineStatsState):
         raise ProfileError(f"{where}: is a pickle of {type(obj).__name__}, not line_profiler's LineStats")
     state = vars(obj)

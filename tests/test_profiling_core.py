@@ -1,0 +1,322 @@
+"""The analysis core of profiling/: loading every .lprof shape, the line table, phases, job facts,
+the advice model and the renderers. CPU only; real kernprof where a real file is needed.
+
+The safety and malformed-input tests are in test_profiling_safety.py.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lprof_fixtures import (EXPECTED_PHASES, MODULE_3X_4X, MODULE_5X, TRAIN_FIRST_LINE, TRAIN_SOURCE,
+                            train_timings, write_lprof)
+from profiling.advice import LOADER_BOUND, advise
+from profiling.lprof import load_lprof
+from profiling.phases import classify_function
+from profiling.records import LINE_COLUMNS, PHASES, JobFacts, LoopSummary
+from profiling.render import render, report_dict
+from profiling.report import build_report, write_report
+from profiling.resources import Environment, cores_per_gpu_of, job_facts, parse_node
+
+NO_ENV = Environment(env={}, affinity=16)  # a 16-CPU machine outside Slurm, no GPU env
+PER_BATCH_MS = {"wait": 9.0, "copy": 0.1, "zero": 0.1, "forward": 0.4, "loss": 0.05, "backward": 0.7, "step": 0.3}
+
+
+def _fixture(tmp_path: Path, unit: float, module: str, name: str = "train", **ms) -> Path:
+    (tmp_path / "train.py").write_text(TRAIN_SOURCE)
+    timings = train_timings(200, {**PER_BATCH_MS, **ms}, ticks_per_ms=1e-3 / unit, name=name)
+    return write_lprof(tmp_path / "train.lprof", timings, unit, module)
+
+
+# --------------------------------------------------------------------------- loading every version's shape
+@pytest.mark.parametrize("unit, module, name", [
+    (1e-9, MODULE_3X_4X, "train"),   # 4.x: nanoseconds, class in the Cython module
+    (1e-6, MODULE_3X_4X, "train"),   # 3.x: microseconds
+    (1e-9, MODULE_5X, "Trainer.train"),  # 5.x: qualname keys
+])
+def test_every_version_shape_gives_the_same_seconds(tmp_path, unit, module, name):
+    path = _fixture(tmp_path, unit, module, name=name)
+    profile = load_lprof(path)
+    assert profile.unit == unit
+    report = build_report(path, gpus=1, num_workers=1, environment=NO_ENV)
+    wait = report.lines.loc[report.lines["line"] == 7, "seconds"].item()
+    assert wait == pytest.approx(200 * 9.0e-3, rel=1e-6)  # unit always applied, never assumed
+    assert report.loop is not None and report.loop.batches == 200
+    assert report.loop.wait_per_batch == pytest.approx(9.0e-3, rel=1e-6)
+
+
+def test_fixtures_have_line_profilers_own_structure(tmp_path):
+    """The hand-written files are what line_profiler itself reads, so they are faithful."""
+    line_profiler = pytest.importorskip("line_profiler")
+    path = _fixture(tmp_path, 1e-6, MODULE_3X_4X)
+    stats = line_profiler.load_stats(str(path))
+    assert stats.unit == 1e-6 and stats.timings == load_lprof(path).timings
+
+
+def test_empty_line_lists_are_tolerated(tmp_path):
+    timings = train_timings(50, PER_BATCH_MS, 1e6) | {("train.py", 99, "never_called"): []}
+    (tmp_path / "train.py").write_text(TRAIN_SOURCE)
+    report = build_report(write_lprof(tmp_path / "t.lprof", timings, 1e-9), environment=NO_ENV)
+    assert "never_called" not in set(report.lines["function"])
+    assert report.loop is not None
+
+
+# --------------------------------------------------------------------------- table and phases
+def test_line_table_columns_and_percentages(tmp_path):
+    report = build_report(_fixture(tmp_path, 1e-9, MODULE_5X), environment=NO_ENV)
+    assert list(report.lines.columns) == list(LINE_COLUMNS)
+    assert report.lines["pct_of_function"].sum() == pytest.approx(100.0)
+    row = report.lines.set_index("line").loc[10]
+    assert row["source"].strip() == "output = model(data)"
+    assert row["ms_per_hit"] == pytest.approx(0.4, rel=1e-6)
+    assert list(report.phases["phase"]) == list(PHASES)
+
+
+def test_phases_of_the_classic_training_loop():
+    phase_of, loops = classify_function(TRAIN_SOURCE, "train.py", TRAIN_FIRST_LINE, "train")
+    assert {line: phase_of[line] for line in EXPECTED_PHASES} == EXPECTED_PHASES
+    assert len(loops) == 1 and loops[0].header == (7,) and loops[0].steps
+
+
+@pytest.mark.parametrize("snippet, expected", [
+    # the loader named inside a wrapper call
+    ("for x, y in tqdm(self.train_loader, desc='e'):\n    out = self.net(x)", {2: "data_wait", 3: "forward"}),
+    # no loader name: the innermost loop that steps is the data loop, the epoch loop is not
+    ("for epoch in range(3):\n    for x, y in data:\n        loss = criterion(model(x), y)\n"
+     "        # loss.backward() in a comment changes nothing\n        scaler.scale(loss).backward()\n"
+     "        scaler.step(opt)", {2: "other", 3: "data_wait", 4: "forward", 6: "backward", 7: "optimizer"}),
+    # logging and synchronising calls; one statement over several lines gets one phase
+    ("for b in batches:\n    logger.info('loss %f',\n                b.item())\n    x = b.cuda()",
+     {2: "data_wait", 3: "logging_sync", 4: "logging_sync", 5: "host_to_device"}),
+])
+def test_phases_from_the_ast(snippet, expected):
+    source = "def f(model, data, opt):\n" + textwrap.indent(snippet, "    ") + "\n"
+    phase_of, loops = classify_function(source, "f.py", 1, "f")
+    assert {line: phase_of.get(line) for line in expected} == expected
+    assert len(loops) == 1
+
+
+def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
+    (tmp_path / "w.py").write_text("def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n")
+    path = write_lprof(tmp_path / "w.lprof", {("w.py", 1, "work"): [(2, 1, 10), (3, 11, 50), (4, 10, 40), (5, 1, 5)]}, 1e-9)
+    report = build_report(path, environment=NO_ENV)
+    assert len(report.lines) == 4 and report.loop is None
+    assert report.advice.num_workers is None and report.advice.fired_rules == ["no_loader_loop"]
+    assert any("no `for ... in <loader>` loop" in note for note in report.notes)
+
+
+def test_sources_resolve_against_the_run_directory_and_missing_ones_are_notes(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "pkg").mkdir(parents=True)
+    out.mkdir()
+    (src / "pkg" / "train.py").write_text(TRAIN_SOURCE)
+    timings = train_timings(30, PER_BATCH_MS, 1e6, file="pkg/train.py")
+    path = write_lprof(out / "42.lprof", timings, 1e-9)
+    (out / "42.meta.json").write_text(json.dumps({"cwd": str(src), "num_workers": 2}))
+    report = build_report(path, environment=NO_ENV)
+    assert report.facts.num_workers == 2 and report.loop is not None
+    assert report.lines.set_index("line").loc[12, "source"].strip() == "loss.backward()"
+
+    (out / "42.meta.json").unlink()  # now nothing says where kernprof ran
+    report = build_report(path, environment=NO_ENV)
+    assert (report.lines["source"] == "").all() and report.loop is None
+    assert any("'pkg/train.py' not found" in note for note in report.notes)
+
+
+# --------------------------------------------------------------------------- job facts
+def test_job_facts_order_of_trust():
+    env = Environment(env={"SLURM_CPUS_PER_TASK": "4", "CUDA_VISIBLE_DEVICES": "0,1"}, affinity=64,
+                      node_text="NodeName=g1 CPUTot=96 CPUAlloc=4 Gres=gpu:a100:8(S:0-1) State=MIXED")
+    facts = job_facts(environment=env)
+    assert (facts.cpus, facts.gpus, facts.cores_per_gpu) == (4, 2, 12)  # never the 64 of the machine
+    facts = job_facts(meta={"cpus": 8, "gpus": 1, "num_workers": 3}, environment=env)
+    assert (facts.cpus, facts.gpus, facts.num_workers) == (8, 1, 3)
+    facts = job_facts(cpus=2, gpus=0, num_workers=0, cores_per_gpu=7, meta={"cpus": 8}, environment=env)
+    assert (facts.cpus, facts.gpus, facts.num_workers, facts.cores_per_gpu) == (2, 0, 0, 7)
+    assert "--cpus" in facts.source
+
+
+def test_slurm_gpu_variables_and_node_parsing():
+    assert job_facts(environment=Environment(env={"SLURM_GPUS_ON_NODE": "1", "CUDA_VISIBLE_DEVICES": "0,1"},
+                                             affinity=2)).gpus == 1
+    assert job_facts(environment=Environment(env={"CUDA_VISIBLE_DEVICES": ""}, affinity=2)).gpus == 0
+    assert parse_node("CPUTot=2 Gres=gpu:2") == (2, 2)
+    assert cores_per_gpu_of("CPUTot=112 Gres=gpu:h100:4,shard:8") == 28
+    assert cores_per_gpu_of("CPUTot=64 Gres=(null)") is None
+
+
+# --------------------------------------------------------------------------- the advice model
+def _loop(wait_ms: float, compute_ms: float, batches: int = 938) -> LoopSummary:
+    return LoopSummary("m.py", "train", 10, batches, wait_ms * batches / 1e3, compute_ms * batches / 1e3, 1)
+
+
+def test_loader_bound_profile_gets_more_workers():
+    # USC's A100 profile of the lesson script: 9.267 ms waiting, ~1.70 ms computing per batch, 1 worker.
+    advice = advise(_loop(9.267, 1.70), JobFacts(cpus=16, gpus=1, num_workers=1))
+    # one worker makes a batch in 1 x (9.267 + 1.70) ms; ceil(10.967 / 1.70) = 7 keep up; +1 spare
+    assert (advice.num_workers, advice.cpus_per_task) == (8, 9)
+    assert advice.edits == ["#SBATCH --cpus-per-task=9", "--num-workers 8"]
+    assert {"loader_bound", "workers_from_starved_loop"} <= set(advice.fired_rules)
+
+
+def test_main_process_loading_uses_the_wait_as_the_batch_cost():
+    advice = advise(_loop(6.0, 2.0), JobFacts(cpus=16, gpus=1, num_workers=0))
+    assert advice.num_workers == 3 + 1 and "workers_from_main_process" in advice.fired_rules
+
+
+def test_compute_bound_profile_gets_no_more_workers():
+    advice = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2))
+    assert (advice.num_workers, advice.cpus_per_task) == (2, 3)
+    assert "compute_bound" in advice.fired_rules and "loader_bound" not in advice.fired_rules
+    assert any("larger batches" in r and "--amp" in r and "--gpu-resident" in r for r in advice.reasons)
+    assert "too_many_cpus" in advice.fired_rules  # 16 CPUs for a profile that keeps 3 busy
+
+
+def test_threshold_is_the_data_wait_share():
+    just_below = advise(_loop(LOADER_BOUND * 0.9, 1 - LOADER_BOUND * 0.9), JobFacts(16, 1, 1))
+    just_above = advise(_loop(LOADER_BOUND * 1.1, 1 - LOADER_BOUND * 1.1), JobFacts(16, 1, 1))
+    assert just_below.num_workers == 1 and just_above.num_workers > 1
+
+
+def test_workers_are_capped_by_the_cpus_and_cpus_per_task_by_the_node():
+    capped = advise(_loop(9.267, 1.70), JobFacts(cpus=4, gpus=1, num_workers=1))
+    assert (capped.num_workers, capped.cpus_per_task) == (3, 4) and "capped_by_cpus" in capped.fired_rules
+    # a 1-CPU job on a node with 12 cores per GPU may ask for up to 12
+    node = advise(_loop(9.267, 1.70), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=12))
+    assert (node.num_workers, node.cpus_per_task) == (8, 9)
+    tight = advise(_loop(9.267, 1.70), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=6))
+    assert (tight.num_workers, tight.cpus_per_task) == (5, 6)
+
+
+def test_advice_ignores_how_compute_is_split_among_compute_lines(tmp_path):
+    """CUDA charges GPU time to the synchronising line; moving it must not change the advice."""
+    on_backward = build_report(_fixture(tmp_path, 1e-9, MODULE_5X), gpus=1, num_workers=1, cpus=16, environment=NO_ENV)
+    moved = {**PER_BATCH_MS, "copy": 1.0, "forward": 0.05, "backward": 0.15}  # same 1.65 ms in total
+    on_copy = build_report(_fixture(tmp_path, 1e-9, MODULE_5X, **moved), gpus=1, num_workers=1, cpus=16,
+                           environment=NO_ENV)
+    assert on_copy.phases.set_index("phase").loc["host_to_device", "seconds"] > 5 * on_backward.phases.set_index(
+        "phase").loc["host_to_device", "seconds"]
+    assert (on_copy.advice.num_workers, on_copy.advice.cpus_per_task) == (
+        on_backward.advice.num_workers, on_backward.advice.cpus_per_task)
+    assert on_copy.loop.compute_per_batch == pytest.approx(on_backward.loop.compute_per_batch, rel=1e-3)
+
+
+# --------------------------------------------------------------------------- renderers and files
+def test_json_text_markdown_csv_say_the_same(tmp_path):
+    report = build_report(_fixture(tmp_path, 1e-9, MODULE_5X), gpus=1, num_workers=1, cpus=16, environment=NO_ENV)
+    data = json.loads(render(report, "json"))
+    assert data["advice"]["num_workers"] == report.advice.num_workers
+    assert data["advice"]["cpus_per_task"] == report.advice.cpus_per_task and data["advice"]["reasons"]
+    assert [p["phase"] for p in data["phases"]] == list(PHASES)
+    assert data["loop"]["batches"] == 200
+    text, md = render(report, "text"), render(report, "md")
+    for edit in report.advice.edits:
+        assert edit in text and edit in md
+    assert "CUDA caveat" in text and "CUDA caveat" in md
+    csv = pd.read_csv(__import__("io").StringIO(render(report, "csv")))
+    assert list(csv.columns) == list(LINE_COLUMNS) and len(csv) == len(report.lines)
+    assert report_dict(report) == data
+
+
+def test_write_report_writes_every_format(tmp_path):
+    report = build_report(_fixture(tmp_path, 1e-9, MODULE_5X), gpus=1, environment=NO_ENV)
+    written = write_report(report, tmp_path / "out", "7", ["text", "md", "json", "csv", "html"])
+    names = {p.name for p in written}
+    assert {"7.report.txt", "7.report.md", "7.report.json", "7.lines.csv", "7.report.html"} <= names
+    assert any(n.endswith(".png") for n in names) and all(p.stat().st_size > 0 for p in written)
+    assert "data:image/png;base64," in (tmp_path / "out" / "7.report.html").read_text()
+
+
+def test_cli_report_json_and_help(tmp_path, repo):
+    path = _fixture(tmp_path, 1e-6, MODULE_3X_4X)
+    out = subprocess.run([sys.executable, "-m", "profiling", "report", str(path), "--format", "json",
+                          "--cpus", "16", "--gpus", "1", "--num-workers", "1"],
+                         capture_output=True, text=True, cwd=repo, timeout=120)
+    assert out.returncode == 0, out.stderr
+    advice = json.loads(out.stdout)["advice"]
+    assert advice["num_workers"] > 1 and advice["cpus_per_task"] == advice["num_workers"] + 1
+    helped = subprocess.run([sys.executable, "-m", "profiling", "--help"], capture_output=True, text=True,
+                            cwd=repo, timeout=60)
+    assert helped.returncode == 0 and "report" in helped.stdout
+
+
+# --------------------------------------------------------------------------- real kernprof runs
+LOOP_SCRIPT = '''\
+import sys, time
+
+def loader(batches, build_s):
+    for i in range(batches):
+        if build_s:
+            time.sleep(build_s)      # building a batch in the main process (num_workers=0)
+        yield i, i
+
+def model(x, compute_s):
+    time.sleep(compute_s)
+    return x
+
+class Optimizer:
+    def step(self):
+        pass
+
+@profile
+def train(train_loader, compute_s, optimizer):
+    for batch_idx, (data, target) in enumerate(train_loader):
+        output = model(data, compute_s)
+        loss = output - target
+        optimizer.step()
+
+build_ms, compute_ms = float(sys.argv[1]), float(sys.argv[2])
+train(loader(25, build_ms / 1e3), compute_ms / 1e3, Optimizer())
+'''
+
+
+def _kernprof(tmp_path: Path, script: str, *args: str, name: str) -> Path:
+    (tmp_path / f"{name}.py").write_text(script)
+    subprocess.run([sys.executable, "-m", "kernprof", "-l", "-q", "--no-config", "-o", f"{name}.lprof",
+                    f"{name}.py", *args], cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    return tmp_path / f"{name}.lprof"
+
+
+def test_real_kernprof_loader_bound_and_compute_bound(tmp_path):
+    slow_loader = build_report(_kernprof(tmp_path, LOOP_SCRIPT, "20", "5", name="slow_loader"),
+                               cpus=16, gpus=1, num_workers=0, environment=NO_ENV)
+    assert slow_loader.loop is not None and slow_loader.loop.batches == 25
+    assert slow_loader.loop.wait_fraction > 0.6
+    # a batch costs ~20 ms, the step ~5 ms: ceil(20/5) = 4 workers keep up, +1 spare (timer jitter: 4..6)
+    assert 4 <= slow_loader.advice.num_workers <= 6
+    fast_loader = build_report(_kernprof(tmp_path, LOOP_SCRIPT, "0", "20", name="fast_loader"),
+                               cpus=16, gpus=1, num_workers=0, environment=NO_ENV)
+    assert fast_loader.loop.wait_fraction < LOADER_BOUND
+    assert fast_loader.advice.num_workers == 0 and "compute_bound" in fast_loader.advice.fired_rules
+
+
+@pytest.fixture(scope="module")
+def mnist_lprof(tmp_path_factory, repo) -> Path:
+    """One real `kernprof -l` run of the lesson script on generated digits (10 steps, CPU)."""
+    if not (repo / "mnist_classify.py").read_text().count("def train"):
+        pytest.skip("mnist_classify.py is not written yet")
+    work = tmp_path_factory.mktemp("mnist")
+    subprocess.run([sys.executable, "-m", "kernprof", "-l", "-q", "--no-config", "-o", str(work / "mnist.lprof"),
+                    str(repo / "mnist_classify.py"), "--synthetic", "--data-dir", str(work / "data"),
+                    "--epochs", "1", "--train-samples", "640", "--test-samples", "64", "--num-workers", "0",
+                    "--device", "cpu"], cwd=work, check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return work / "mnist.lprof"
+
+
+def test_real_mnist_profile(mnist_lprof):
+    report = build_report(mnist_lprof, cpus=16, gpus=1, num_workers=0, environment=NO_ENV)
+    assert report.loop is not None and report.loop.function == "train" and report.loop.batches == 10
+    assert report.lines.set_index("line").loc[report.loop.header_line, "phase"] == "data_wait"
+    seconds = report.phases.set_index("phase")["seconds"]
+    assert all(seconds[p] > 0 for p in ("data_wait", "forward", "backward", "optimizer", "host_to_device"))
+    assert math.isclose(seconds.sum(), report.lines[report.lines["function"] == "train"]["seconds"].sum())
+    assert report.advice.num_workers is not None and report.advice.cpus_per_task == report.advice.num_workers + 1
