@@ -1,0 +1,473 @@
+"""Lesson 1: train a small CNN on MNIST with one GPU.
+
+This is the classic pytorch/examples MNIST script (same Net, Adadelta, StepLR and defaults),
+plus the switches that the later lessons turn: DataLoader workers, speed flags, a GPU-resident
+data path, an offline synthetic digit set and a metrics file.  Run `python mnist_classify.py -h`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sized
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from line_profiler import profile  # a no-op unless run under `kernprof -l` (or LINE_PROFILE=1)
+from torch.optim.lr_scheduler import StepLR
+from torch.utils.data import DataLoader, Dataset, RandomSampler, Subset
+from torchvision import datasets, transforms
+
+import synthetic_digits
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+FULL_TRAIN, FULL_TEST = 60_000, 10_000
+
+
+class SetupError(RuntimeError):
+    """A problem with the data or the device that the user fixes with a flag: one line, exit 2."""
+
+
+class Net(nn.Module):
+    """The pytorch/examples MNIST network: two convolutions, max-pool, two dense layers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = self.dropout2(x)
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+# ----------------------------------------------------------------------------- command line
+def _number(kind: type, minimum: float, strict: bool = False, auto: bool = False) -> Callable[[str], object]:
+    """An argparse type: `kind` values >= minimum (> with strict), optionally the word 'auto'."""
+    rule = f"{'greater than' if strict else 'at least'} {minimum}" + (" or 'auto'" if auto else "")
+
+    def convert(text: str) -> object:
+        if auto and text == "auto":
+            return "auto"
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number {rule}, got {text!r}") from None
+        if value < minimum or (strict and value == minimum) or value != value:
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
+        return value
+    return convert
+
+
+_positive_int = _number(int, 1)
+_positive_float = _number(float, 0, strict=True)
+_workers = _number(int, 0, auto=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The flags of pytorch/examples' mnist, then the workshop's; the help text is the manual."""
+    p = argparse.ArgumentParser(
+        description="PyTorch MNIST example, ready to profile and tune on a Slurm cluster.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--batch-size", type=_positive_int, default=64, metavar="N",
+                   help="input batch size for training")
+    p.add_argument("--test-batch-size", type=_positive_int, default=1000, metavar="N",
+                   help="input batch size for testing")
+    p.add_argument("--epochs", type=_positive_int, default=14, metavar="N", help="number of epochs to train")
+    p.add_argument("--lr", type=_positive_float, default=1.0, metavar="LR", help="learning rate (Adadelta)")
+    p.add_argument("--gamma", type=_positive_float, default=0.7, metavar="M",
+                   help="learning-rate decay per epoch (StepLR)")
+    p.add_argument("--no-cuda", action="store_true", help="never use a GPU (same as --device cpu)")
+    p.add_argument("--dry-run", action="store_true", help="one batch per epoch, to check that the script runs")
+    p.add_argument("--seed", type=int, default=1, metavar="S", help="random seed for weights, dropout and shuffling")
+    p.add_argument("--log-interval", type=_positive_int, default=10, metavar="N",
+                   help="batches between training-loss lines (each line waits for the GPU)")
+    p.add_argument("--save-model", action="store_true", help="write the trained weights to mnist_cnn.pt")
+
+    g = p.add_argument_group("data loading (lesson 4)")
+    g.add_argument("--num-workers", type=_workers, default=1, metavar="N|auto",
+                   help="DataLoader worker processes; 'auto' = the CPUs this job may use minus one. "
+                        "The default 1 is the lesson's bottleneck")
+    g.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None,
+                   help="page-locked host batches for faster copies (default: on with CUDA)")
+    g.add_argument("--persistent-workers", action="store_true",
+                   help="keep workers alive between epochs instead of restarting them")
+    g.add_argument("--prefetch-factor", type=_positive_int, default=None, metavar="N",
+                   help="batches each worker prepares ahead (torch's default is 2)")
+
+    g = p.add_argument_group("data source")
+    g.add_argument("--data-dir", type=Path, default=Path(os.environ.get("MNIST_DATA", "./data")),
+                   help="where MNIST lives (MNIST/raw/...); the MNIST_DATA environment variable sets the default")
+    g.add_argument("--download", action="store_true",
+                   help="download MNIST with torchvision first (needs internet: do it on a login node)")
+    g.add_argument("--synthetic", action="store_true",
+                   help="use generated digits in MNIST's file layout under DATA_DIR/synthetic (works offline)")
+    g.add_argument("--synthetic-seed", type=int, default=0, metavar="S",
+                   help="seed of the generated digit set (separate from --seed so runs share one set)")
+    g.add_argument("--train-samples", type=_positive_int, default=None, metavar="N",
+                   help="train on the first N images (with --synthetic, also how many are generated)")
+    g.add_argument("--test-samples", type=_positive_int, default=None, metavar="N",
+                   help="test on the first N images (with --synthetic, also how many are generated)")
+
+    g = p.add_argument_group("speed (lesson 5)")
+    g.add_argument("--amp", action="store_true", help="bf16 autocast on CUDA (ignored, with a note, elsewhere)")
+    g.add_argument("--channels-last", action="store_true", help="NHWC memory layout for model and inputs")
+    g.add_argument("--compile", action="store_true", help="torch.compile the model (the first epoch pays the compile)")
+    g.add_argument("--gpu-resident", action="store_true",
+                   help="keep the whole uint8 data set on the device, normalise it there and draw "
+                        "shuffled batches by index: no DataLoader, no workers")
+
+    g = p.add_argument_group("run control and measurement")
+    g.add_argument("--device", choices=["auto", "cuda", "cpu", "mps"], default="auto",
+                   help="where to train; auto = cuda, then mps, then cpu")
+    g.add_argument("--max-steps", type=_positive_int, default=None, metavar="N",
+                   help="stop training after N optimizer steps in total (tests, quick demos)")
+    g.add_argument("--metrics-json", type=Path, default=None, metavar="PATH",
+                   help="write epoch times, images/s, data-wait time, test results and settings as JSON")
+    g.add_argument("--sync-timing", action="store_true",
+                   help="wait for the GPU at each step boundary so that data-wait time excludes queued "
+                        "GPU work (slightly slower; CUDA only)")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.no_cuda and args.device == "cuda":
+        parser.error("--no-cuda contradicts --device cuda")
+    if args.no_cuda:
+        args.device = "cpu"
+    return args
+
+
+# ----------------------------------------------------------------------------- where am I running
+def usable_cpus() -> int:
+    """CPUs this process may use: Slurm's grant, else the affinity mask (os.cpu_count() counts the whole node)."""
+    granted = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if granted.isdigit() and int(granted) > 0:
+        return int(granted)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return 1  # no affinity API (macOS): assume the least rather than the whole machine
+
+
+def resolve_num_workers(requested: int | str) -> int:
+    return max(usable_cpus() - 1, 0) if requested == "auto" else int(requested)
+
+
+def resolve_device(name: str) -> torch.device:
+    """Turn --device into a torch.device; asking for hardware that is absent is a SetupError."""
+    mps = getattr(torch.backends, "mps", None)
+    mps_ok = bool(mps and mps.is_available())
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if mps_ok else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SetupError("--device cuda: no CUDA GPU is visible "
+                         f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+    if name == "mps" and not mps_ok:
+        raise SetupError("--device mps: Apple's MPS backend is not available here")
+    if name not in {"cuda", "cpu", "mps"}:
+        raise SetupError(f"unknown device {name!r}: use auto, cuda, cpu or mps")
+    return torch.device(name)
+
+
+def data_source(args: argparse.Namespace) -> str:
+    if args.synthetic:
+        return f"synthetic digits (seed {args.synthetic_seed}) in {args.data_dir / 'synthetic' / 'MNIST' / 'raw'}"
+    return f"MNIST in {args.data_dir / 'MNIST' / 'raw'}" + (" (download if missing)" if args.download else "")
+
+
+def run_context(args: argparse.Namespace, device: torch.device) -> dict:
+    """The facts a learner checks first on a cluster: which node, which job, which CPUs and GPUs."""
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
+        if torch.cuda.is_available() else []
+    return {"host": socket.gethostname(), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "cpus_allowed": usable_cpus(), "gpus_visible": gpus,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "torch": torch.__version__, "device": str(device), "data_source": data_source(args)}
+
+
+def print_context(ctx: dict) -> None:
+    gpus = f"{len(ctx['gpus_visible'])} {ctx['gpus_visible']}" if ctx["gpus_visible"] else "none"
+    rows = [("host", ctx["host"]), ("slurm job", ctx["slurm_job_id"] or "none (not inside a Slurm job)"),
+            ("cpus allowed", ctx["cpus_allowed"]),
+            ("gpus visible", f"{gpus} (CUDA_VISIBLE_DEVICES={ctx['cuda_visible_devices'] or 'unset'})"),
+            ("torch", ctx["torch"]), ("device", ctx["device"]), ("data", ctx["data_source"])]
+    print("== run context " + "=" * 50)
+    for key, value in rows:
+        print(f"  {key:<13}{value}")
+    print("=" * 65, flush=True)
+
+
+# ----------------------------------------------------------------------------- data
+def _first(ds: Dataset, n: int | None, what: str) -> Dataset:
+    if n is None or n == len(ds):
+        return ds
+    if n > len(ds):
+        raise SetupError(f"--{what}-samples {n} is more than the {len(ds)} images available")
+    return Subset(ds, range(n))
+
+
+def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
+    """MNIST (real, or generated with --synthetic) as torchvision datasets, cut to --train/--test-samples."""
+    root = args.data_dir
+    if args.synthetic:
+        root = args.data_dir / "synthetic"
+        synthetic_digits.ensure(root / "MNIST" / "raw", args.train_samples or FULL_TRAIN,
+                                args.test_samples or FULL_TEST, args.synthetic_seed)
+    elif args.download:
+        try:
+            datasets.MNIST(root, train=True, download=True)
+            datasets.MNIST(root, train=False, download=True)
+        except Exception as exc:  # URLError, HTTP errors, checksum failures: all mean "no data"
+            raise SetupError(f"could not download MNIST into {root} ({type(exc).__name__}); "
+                             "run this on a machine with internet, or use --synthetic") from None
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MNIST_MEAN,), (MNIST_STD,))])
+    try:
+        train_ds = datasets.MNIST(root, train=True, transform=transform)
+        test_ds = datasets.MNIST(root, train=False, transform=transform)
+    except RuntimeError:
+        raise SetupError(f"MNIST not found in {root / 'MNIST' / 'raw'}: run once with --download "
+                         "(needs internet, e.g. on a login node) or add --synthetic for offline digits") from None
+    return _first(train_ds, args.train_samples, "train"), _first(test_ds, args.test_samples, "test")
+
+
+def _uint8_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    """The raw uint8 images and labels behind an MNIST dataset or a first-N Subset of one."""
+    if isinstance(ds, Subset):
+        n = len(ds)
+        return ds.dataset.data[:n], ds.dataset.targets[:n]
+    return ds.data, ds.targets
+
+
+def shuffled(data: Sized, seed: int) -> RandomSampler:
+    """The training order: the same seeded sampler drives both data paths, so on the CPU the
+    DataLoader and --gpu-resident runs see identical batches (and identical results)."""
+    return RandomSampler(data, generator=torch.Generator().manual_seed(seed))
+
+
+class ResidentLoader:
+    """Batches drawn by index from tensors already on the device: no workers, no per-image Python.
+
+    The images arrive as uint8 (4x smaller to copy) and are normalised once on the device with
+    the same arithmetic as ToTensor + Normalize, so both paths feed the model the same values.
+    """
+
+    def __init__(self, ds: Dataset, batch_size: int, device: torch.device, shuffle: bool,
+                 seed: int = 0, channels_last: bool = False) -> None:
+        images, labels = _uint8_tensors(ds)
+        x = images.to(device).unsqueeze(1).float().div(255).sub(MNIST_MEAN).div(MNIST_STD)
+        self.images = x.contiguous(memory_format=torch.channels_last) if channels_last else x
+        self.labels = labels.to(device)
+        self.dataset = self.images  # len(loader.dataset) works as with a DataLoader
+        self.batch_size = batch_size
+        self.sampler = shuffled(self.labels, seed) if shuffle else None
+
+    def __len__(self) -> int:
+        return -(-len(self.labels) // self.batch_size)
+
+    def __iter__(self):
+        # One index copy per epoch; the per-step gathers then run on the device without a sync.
+        order = torch.tensor(list(self.sampler)) if self.sampler else torch.arange(len(self.labels))
+        for idx in order.to(self.labels.device).split(self.batch_size):
+            yield self.images[idx], self.labels[idx]
+
+
+def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
+                 device: torch.device) -> tuple[DataLoader | ResidentLoader, DataLoader | ResidentLoader]:
+    """DataLoaders built from the flags, or ResidentLoaders with --gpu-resident."""
+    if args.gpu_resident:
+        return (ResidentLoader(train_ds, args.batch_size, device, True, args.seed, args.channels_last),
+                ResidentLoader(test_ds, args.test_batch_size, device, False, channels_last=args.channels_last))
+    workers = resolve_num_workers(args.num_workers)
+    common = {"num_workers": workers, "pin_memory": effective_pin_memory(args, device)}
+    if workers > 0:
+        common["persistent_workers"] = args.persistent_workers
+        if args.prefetch_factor is not None:
+            common["prefetch_factor"] = args.prefetch_factor
+    # The loader draws worker seeds from its own generator, not the global one that dropout uses.
+    worker_seeds = torch.Generator().manual_seed(args.seed)
+    return (DataLoader(train_ds, batch_size=args.batch_size, sampler=shuffled(train_ds, args.seed),
+                       generator=worker_seeds, **common),
+            DataLoader(test_ds, batch_size=args.test_batch_size, shuffle=False, **common))
+
+
+def effective_pin_memory(args: argparse.Namespace, device: torch.device) -> bool:
+    """Pinning only helps copies to a CUDA device; the default follows the device."""
+    return device.type == "cuda" and args.pin_memory is not False and not args.gpu_resident
+
+
+# ----------------------------------------------------------------------------- train and test
+def _autocast(enabled: bool, device: torch.device):
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+@profile
+def train(args: argparse.Namespace, model: nn.Module, device: torch.device, train_loader, optimizer,
+          epoch: int, step_hook: Callable[[int, float], bool] | None = None, *,
+          max_steps: int | None = None) -> dict:
+    """One epoch.  Returns steps, images, seconds and data-wait seconds for the metrics file.
+
+    Data wait is the time the loop header spends getting the next batch.  CUDA runs behind the
+    Python code, so without --sync-timing some GPU time can show up there; with it we wait for
+    the GPU at the end of each step and the split is exact (at some cost in speed).
+    step_hook(batch_idx, loss) runs after each optimizer step; returning True ends the epoch.
+    """
+    model.train()
+    use_amp = args.amp and device.type == "cuda"
+    sync = args.sync_timing and device.type == "cuda"
+    memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
+    limit = args.max_steps if max_steps is None else max_steps
+    steps, images, data_wait, stopped = 0, 0, 0.0, False
+    start = tick = time.perf_counter()
+    for batch_idx, (data, target) in enumerate(train_loader):
+        data_wait += time.perf_counter() - tick
+        data = data.to(device, memory_format=memory_format, non_blocking=True)
+        target = target.to(device, non_blocking=True)
+        optimizer.zero_grad()
+        with _autocast(use_amp, device):
+            output = model(data)
+            loss = F.nll_loss(output, target)
+        loss.backward()
+        optimizer.step()
+        steps += 1
+        images += len(target)
+        if batch_idx % args.log_interval == 0:
+            print("Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}".format(
+                epoch, batch_idx * args.batch_size, len(train_loader.dataset),
+                100.0 * batch_idx / len(train_loader), loss.item()))
+            if args.dry_run:
+                break
+        if step_hook is not None and step_hook(batch_idx, loss.item()):
+            stopped = True
+            break
+        if limit is not None and steps >= limit:
+            stopped = True
+            break
+        if sync:
+            torch.cuda.synchronize()
+        tick = time.perf_counter()
+    if device.type == "cuda":
+        torch.cuda.synchronize()  # the epoch ends when the GPU is done, not when Python is
+    return {"steps": steps, "images": images, "seconds": time.perf_counter() - start,
+            "data_wait_seconds": data_wait, "stopped": stopped}
+
+
+def test(model: nn.Module, device: torch.device, test_loader, *, amp: bool = False,
+         channels_last: bool = False) -> tuple[float, float]:
+    """Average loss and accuracy (percent) over the test set."""
+    model.eval()
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    test_loss, correct, seen = 0.0, 0, 0
+    with torch.no_grad():
+        for data, target in test_loader:
+            data = data.to(device, memory_format=memory_format)
+            target = target.to(device)
+            with _autocast(amp and device.type == "cuda", device):
+                output = model(data)
+            test_loss += F.nll_loss(output.float(), target, reduction="sum").item()
+            pred = output.argmax(dim=1, keepdim=True)
+            correct += pred.eq(target.view_as(pred)).sum().item()
+            seen += len(target)
+    test_loss /= seen
+    accuracy = 100.0 * correct / seen
+    print(f"\nTest set: Average loss: {test_loss:.4f}, Accuracy: {correct}/{seen} ({accuracy:.2f}%)\n")
+    return test_loss, accuracy
+
+
+# ----------------------------------------------------------------------------- main
+def settings(args: argparse.Namespace, device: torch.device, ctx: dict, train_ds: Dataset,
+             test_ds: Dataset) -> dict:
+    """What this run actually used (after 'auto' and device defaults), for the metrics file."""
+    return {"device": str(device), "num_workers": 0 if args.gpu_resident else resolve_num_workers(args.num_workers),
+            "num_workers_requested": args.num_workers, "batch_size": args.batch_size,
+            "test_batch_size": args.test_batch_size, "epochs": args.epochs, "lr": args.lr, "gamma": args.gamma,
+            "seed": args.seed, "amp": args.amp and device.type == "cuda", "amp_requested": args.amp,
+            "channels_last": args.channels_last, "compile": args.compile, "gpu_resident": args.gpu_resident,
+            "pin_memory": effective_pin_memory(args, device), "persistent_workers": args.persistent_workers,
+            "prefetch_factor": args.prefetch_factor, "sync_timing": args.sync_timing, "max_steps": args.max_steps,
+            "cpus_allowed": ctx["cpus_allowed"], "gpus_visible": ctx["gpus_visible"], "host": ctx["host"],
+            "slurm_job_id": ctx["slurm_job_id"], "torch_version": ctx["torch"],
+            "data_source": "synthetic" if args.synthetic else "mnist", "data_path": ctx["data_source"],
+            "train_samples": len(train_ds), "test_samples": len(test_ds)}
+
+
+def write_json(path: Path, payload: dict) -> None:
+    """Write through a temporary file so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        device = resolve_device(args.device)
+        ctx = run_context(args, device)
+        print_context(ctx)
+        torch.manual_seed(args.seed)
+        train_ds, test_ds = load_datasets(args)
+    except SetupError as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        return 2
+    if args.amp and device.type != "cuda":
+        print(f"note: --amp uses bf16 autocast on CUDA only; training in fp32 on {device.type}")
+    train_loader, test_loader = make_loaders(args, train_ds, test_ds, device)
+
+    net = Net().to(device)
+    if args.channels_last:
+        net = net.to(memory_format=torch.channels_last)
+    model = torch.compile(net) if args.compile else net
+    optimizer = optim.Adadelta(net.parameters(), lr=args.lr)
+    scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
+
+    epoch_seconds, data_wait, steps, images = [], 0.0, 0, 0
+    test_loss, accuracy, test_seconds = float("nan"), float("nan"), 0.0
+    for epoch in range(1, args.epochs + 1):
+        left = None if args.max_steps is None else args.max_steps - steps
+        stats = train(args, model, device, train_loader, optimizer, epoch, max_steps=left)
+        epoch_seconds.append(stats["seconds"])
+        data_wait += stats["data_wait_seconds"]
+        steps += stats["steps"]
+        images += stats["images"]
+        t0 = time.perf_counter()
+        test_loss, accuracy = test(model, device, test_loader, amp=args.amp, channels_last=args.channels_last)
+        test_seconds += time.perf_counter() - t0
+        scheduler.step()
+        if stats["stopped"]:
+            break
+
+    train_seconds = sum(epoch_seconds)
+    print(f"trained {steps} steps, {images} images in {train_seconds:.2f} s "
+          f"({images / train_seconds:.0f} images/s); data wait {data_wait:.2f} s")
+    if args.save_model:
+        torch.save(net.state_dict(), "mnist_cnn.pt")
+    if args.metrics_json is not None:
+        write_json(args.metrics_json, {
+            "images_per_sec": images / train_seconds, "epoch_seconds": epoch_seconds,
+            "data_wait_seconds": data_wait, "data_wait_fraction": data_wait / train_seconds,
+            "test_loss": test_loss, "test_accuracy": accuracy, "test_seconds": test_seconds,
+            "steps": steps, "train_images": images,
+            "settings": settings(args, device, ctx, train_ds, test_ds)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
