@@ -91,13 +91,14 @@ def commands(text: str) -> list[list[str]]:
     """The simple commands of a shell block as word lists (continuations joined, comments dropped).
 
     Good enough for the static checks of cluster and set-up blocks: it splits on ``;``, ``&&``,
-    ``||`` and ``|`` but does not understand control flow.
+    ``||``, ``|`` and parentheses (so ``x=$(cmd ...)`` yields ``cmd ...``) but does not
+    understand control flow.
     """
     joined = re.sub(r"\\\n", " ", text)
     result: list[list[str]] = []
     for line in joined.splitlines():
         try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
             lexer.whitespace_split = True
             lexer.commenters = "#"
             words = list(lexer)
@@ -105,7 +106,7 @@ def commands(text: str) -> list[list[str]]:
             continue
         current: list[str] = []
         for word in words:
-            if word and set(word) <= set(";&|"):
+            if word and set(word) <= set(";&|()"):
                 if current:
                     result.append(current)
                 current = []

@@ -28,7 +28,10 @@ from lessons.static_checks import static_problems
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TIMEOUT_S = 300
-_STATE_SKIP = ("PWD", "OLDPWD", "SHLVL", "_")
+# Variables bash owns (or that describe the old shell): never carried to the next block.
+_BASH_OWN = ("BASH*|PWD|OLDPWD|SHLVL|_|PIPESTATUS|FUNCNAME|GROUPS|DIRSTACK|RANDOM|SRANDOM|SECONDS|"
+             "LINENO|HISTCMD|EPOCH*|COMP_*|OPTIND|OPTERR|OPTARG|PPID|UID|EUID|SHELLOPTS|IFS|PS?|"
+             "HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|__lesson_var")
 
 
 class LessonFailure(AssertionError):
@@ -37,7 +40,7 @@ class LessonFailure(AssertionError):
 
 @dataclass
 class Shell:
-    """The state a learner's terminal keeps between blocks of one lesson."""
+    """The state a learner's terminal keeps between blocks of one lesson: directory and variables."""
 
     root: Path
     env: dict[str, str]
@@ -54,7 +57,9 @@ class Shell:
         script = (
             f"source {self.state}\n"
             f"cd {self.cwd}\n"
-            f"trap 'export -p > {self.state}.new; pwd > {self.state}.cwd' EXIT\n"
+            "trap 'for __lesson_var in $(compgen -v); do case $__lesson_var in "
+            f"{_BASH_OWN}) ;; *) declare -p $__lesson_var 2>/dev/null;; esac; done > {self.state}.new; "
+            f"pwd > {self.state}.cwd' EXIT\n"
             "set -eo pipefail\n" + text
         )
         try:
@@ -72,13 +77,7 @@ class Shell:
     def _keep_state(self) -> None:
         new, cwd = Path(f"{self.state}.new"), Path(f"{self.state}.cwd")
         if new.exists():
-            lines = [
-                line for line in new.read_text().splitlines()
-                if not any(line.startswith(f"declare -x {name}=") or line == f"declare -x {name}"
-                           for name in _STATE_SKIP)
-            ]
-            self.state.write_text("\n".join(lines) + "\n")
-            new.unlink()
+            new.replace(self.state)
         if cwd.exists():
             self.cwd = Path(cwd.read_text().strip() or self.root)
             cwd.unlink()
@@ -111,6 +110,17 @@ def fresh_copy(dest: Path, source: Path = REPO) -> Path:
     return dest
 
 
+def provide_setup(root: Path, python: str) -> None:
+    """What lesson 00's ``setup`` blocks leave behind, without the slow install: the ``.venv``.
+
+    The job scripts activate ``.venv`` (see jobs/site.env), so the copy gets a link to the
+    environment running the tests; nothing is installed into it.
+    """
+    venv = root / ".venv"
+    if not venv.exists():
+        venv.symlink_to(Path(python).parent.parent, target_is_directory=True)
+
+
 def _fail(block: Block, why: str, command: str = "", output: str = "") -> LessonFailure:
     tail = "\n".join(output.splitlines()[-80:])
     parts = [f"{block.where} ({block.lang} {block.mode}): {why}"]
@@ -133,7 +143,7 @@ def _expected_against(block: Block, shell: Shell, last_output: str | None) -> st
     return last_output
 
 
-def run_lesson(path: Path, root: Path, python: str, log=print) -> float:
+def run_lesson(path: Path, root: Path, python: str, log=print, show: bool = False) -> float:
     """Run one lesson in the checkout at ``root``; raise LessonFailure at the first problem."""
     shell = Shell(root, learner_env(root, python))
     started = time.monotonic()
@@ -144,6 +154,8 @@ def run_lesson(path: Path, root: Path, python: str, log=print) -> float:
             want = int(block.options.get("exit", "0"))
             code, output = shell.run(block.text, float(block.options.get("timeout", DEFAULT_TIMEOUT_S)))
             log(f"  {block.where} run: exit {code} in {time.monotonic() - t0:.1f} s")
+            if show:
+                log(output)
             if code != want:
                 raise _fail(block, f"exit code {code}, expected {want}", block.text, output)
             last_output = output
@@ -160,12 +172,12 @@ def run_lesson(path: Path, root: Path, python: str, log=print) -> float:
     return time.monotonic() - started
 
 
-def run_all(selected: list[Path], root: Path, python: str, log=print) -> dict[str, float]:
+def run_all(selected: list[Path], root: Path, python: str, log=print, show: bool = False) -> dict[str, float]:
     """Run lessons in order; return seconds per lesson."""
     times: dict[str, float] = {}
     for path in selected:
         log(f"{path.name}:")
-        times[path.name] = run_lesson(path, root, python, log)
+        times[path.name] = run_lesson(path, root, python, log, show)
     return times
 
 
@@ -184,13 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("lessons", nargs="*", help="lesson numbers or file names (default: all)")
     parser.add_argument("--workdir", type=Path, help="run here instead of a fresh temporary copy")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
+    parser.add_argument("--show", action="store_true", help="print every run block's output (to write excerpts)")
     args = parser.parse_args(argv)
     selected = _select(args.lessons)
     root = args.workdir or fresh_copy(Path(tempfile.mkdtemp(prefix="lessons-")))
+    provide_setup(root, sys.executable)
     print(f"lessons.runner: running {len(selected)} lesson(s) in {root}")
     started = time.monotonic()
     try:
-        times = run_all(selected, root, sys.executable)
+        times = run_all(selected, root, sys.executable, show=args.show)
     except LessonFailure as err:
         print(f"lessons.runner: FAILED\n{err}", file=sys.stderr)
         return 1

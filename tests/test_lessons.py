@@ -83,7 +83,7 @@ def test_json_shape_compares_keys_and_kinds_not_values() -> None:
 def test_a_failing_block_stops_the_run_and_names_lesson_block_and_output(tmp_path: Path) -> None:
     lesson = tmp_path / "01-demo.md"
     lesson.write_text(
-        "```bash run\nexport GREETING=hello\nmkdir sub && cd sub\n```\n"
+        "```bash run\nGREETING=hello\nmkdir sub && cd sub\n```\n"
         "```bash run\necho \"$GREETING from $(basename $PWD)\"\n```\n"
         "```text expected 2-core CPU\nhello from sub\n```\n"
         "```bash run exit=3\nexit 3\n```\n"
@@ -164,10 +164,11 @@ def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path:
 
 @pytest.mark.slow
 @pytest.mark.slurm
-def test_every_lesson_runs_in_order_in_a_fresh_copy(slurm: None, python_exe: str, repo: Path,
+def test_every_lesson_runs_in_order_in_a_fresh_copy(slurm: object, python_exe: str, repo: Path,
                                                     tmp_path: Path) -> None:
     """The CPU path through all lessons, as a learner types it (budget: 20 min; aim: 5 min)."""
     root = runner.fresh_copy(tmp_path / "kit", repo)
+    runner.provide_setup(root, python_exe)
     started = time.monotonic()
     times = runner.run_all(LESSONS, root, python_exe, log=print)
     total = time.monotonic() - started
