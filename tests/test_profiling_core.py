@@ -249,33 +249,24 @@ def test_cli_report_json_and_help(tmp_path, repo):
 
 
 # --------------------------------------------------------------------------- real kernprof runs
-LOOP_SCRIPT = '''\
-import sys, time
+DATA = Path(__file__).parent / "data" / "lprof"
+# A loop whose "loader" sleeps build_ms and whose "model" sleeps compute_ms per batch (argv 1 and 2).
+# The .lprof.bin files beside it were written by real kernprof runs of it ("20 5": 25 batches) with
+# line_profiler 3.5.1 (Python 3.9), 4.0.0 (3.11) and 5.1.0 (3.12); .bin, because *.lprof is ignored.
+LOOP_SCRIPT = (DATA / "loader_loop.py").read_text()
 
-def loader(batches, build_s):
-    for i in range(batches):
-        if build_s:
-            time.sleep(build_s)      # building a batch in the main process (num_workers=0)
-        yield i, i
 
-def model(x, compute_s):
-    time.sleep(compute_s)
-    return x
-
-class Optimizer:
-    def step(self):
-        pass
-
-@profile
-def train(train_loader, compute_s, optimizer):
-    for batch_idx, (data, target) in enumerate(train_loader):
-        output = model(data, compute_s)
-        loss = output - target
-        optimizer.step()
-
-build_ms, compute_ms = float(sys.argv[1]), float(sys.argv[2])
-train(loader(25, build_ms / 1e3), compute_ms / 1e3, Optimizer())
-'''
+@pytest.mark.parametrize("name, unit", [("line_profiler-3.5.1-py3.9", 1e-6), ("line_profiler-4.0.0-py3.11", 1e-9),
+                                        ("line_profiler-5.1.0-py3.12", 1e-9)])
+def test_files_written_by_old_and_new_line_profilers(tmp_path, name, unit):
+    (tmp_path / "loader_loop.py").write_text(LOOP_SCRIPT)
+    path = tmp_path / f"{name}.lprof"
+    path.write_bytes((DATA / f"{name}.lprof.bin").read_bytes())
+    report = build_report(path, cpus=16, gpus=1, num_workers=0, environment=NO_ENV)
+    assert load_lprof(path).unit == unit
+    assert report.loop is not None and report.loop.batches == 25  # 4.0.0 counts the header 25, not 26, times
+    assert report.loop.wait_per_batch == pytest.approx(0.020, rel=0.25)
+    assert 4 <= report.advice.num_workers <= 6
 
 
 def _kernprof(tmp_path: Path, script: str, *args: str, name: str) -> Path:
@@ -301,7 +292,8 @@ def test_real_kernprof_loader_bound_and_compute_bound(tmp_path):
 @pytest.fixture(scope="module")
 def mnist_lprof(tmp_path_factory, repo) -> Path:
     """One real `kernprof -l` run of the lesson script on generated digits (10 steps, CPU)."""
-    if not (repo / "mnist_classify.py").read_text().count("def train"):
+    script = repo / "mnist_classify.py"
+    if not script.is_file() or "def train" not in script.read_text():
         pytest.skip("mnist_classify.py is not written yet")
     work = tmp_path_factory.mktemp("mnist")
     subprocess.run([sys.executable, "-m", "kernprof", "-l", "-q", "--no-config", "-o", str(work / "mnist.lprof"),
@@ -320,3 +312,15 @@ def test_real_mnist_profile(mnist_lprof):
     assert all(seconds[p] > 0 for p in ("data_wait", "forward", "backward", "optimizer", "host_to_device"))
     assert math.isclose(seconds.sum(), report.lines[report.lines["function"] == "train"]["seconds"].sum())
     assert report.advice.num_workers is not None and report.advice.cpus_per_task == report.advice.num_workers + 1
+
+
+def test_cli_report_output_dir_writes_files_and_prints_the_format(tmp_path, capsys):
+    from profiling.cli import main
+
+    path = _fixture(tmp_path, 1e-9, MODULE_5X)
+    assert main(["report", str(path), "--format", "md", "--output-dir", str(tmp_path / "out"),
+                 "--cpus", "4", "--gpus", "1", "--num-workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("# Profile report") and "#SBATCH --cpus-per-task=4" in printed
+    assert {"train.report.txt", "train.report.md", "train.report.json", "train.lines.csv",
+            "train.report.html"} <= {p.name for p in (tmp_path / "out").iterdir()}
