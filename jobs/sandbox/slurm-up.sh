@@ -99,7 +99,8 @@ done
 install -d -o slurm -g slurm -m 0755 /var/spool/slurmctld $LOGDIR
 install -d -m 0755 /var/spool/slurmd "$RUN"
 
-# A changed config needs a restart of the Slurm daemons; only ours may be restarted.
+# A changed config needs a restart of the Slurm daemons (DAEMONS[2..4], last started first);
+# only ours may be restarted.
 for i in 4 3 2; do
   read -r name comm pidfile <<<"${DAEMONS[$i]}"
   pid=$(pid_in "$pidfile" "$comm") || continue
@@ -114,7 +115,8 @@ if [ "${SANDBOX_RESET:-0}" = 1 ]; then rm -rf /var/spool/slurmctld/* /var/spool/
 
 # ---- 3. daemons
 # launch NAME COMM PIDFILE LOGFILE READY -- CMD...: unless NAME already runs, run CMD, then poll
-# READY (a shell snippet) every 0.1 s. Fails fast if the daemon dies, and records its PID in $RUN.
+# every 0.1 s until PIDFILE names a live COMM and READY (a shell snippet) succeeds. Fails fast if
+# the daemon dies, and records its PID in $RUN for slurm-down.sh.
 launch() {
   local name=$1 comm=$2 pidfile=$3 logfile=$4 ready=$5 pid start
   shift 6
@@ -122,14 +124,13 @@ launch() {
   start=$SECONDS LAUNCHED=""
   # The daemon's own console output goes next to its log; the log itself the daemon owns.
   "$@" </dev/null >>"$LOGDIR/$name.out" 2>&1 || { show_log "$LOGDIR/$name.out"; die "$name failed to start (log: $logfile)"; }
-  until bash -c "$ready" >/dev/null 2>&1; do
-    if ! alive "$LAUNCHED" && ! pid_in "$pidfile" "$comm" >/dev/null && (( SECONDS - start > 3 )); then
+  until pid=$(pid_in "$pidfile" "$comm") && bash -c "$ready" >/dev/null 2>&1; do
+    if [ -z "$pid" ] && ! alive "$LAUNCHED" && (( SECONDS - start > 3 )); then
       show_log "$LOGDIR/$name.out"; show_log "$logfile"; die "$name exited during start-up (log: $logfile)"
     fi
     (( SECONDS - start < 60 )) || { show_log "$logfile"; die "$name not ready after 60 s (log: $logfile)"; }
     sleep 0.1
   done
-  pid=$(pid_in "$pidfile" "$comm") || die "$name answers but its pid file $pidfile does not name a live $comm"
   echo "$pid" > "$RUN/$name.pid"
   log "$name started (pid $pid)"
 }
@@ -184,7 +185,11 @@ log "node $NODE is $state"
 # ---- 5. seff, started in the background above
 [ -z "$seff_job" ] || wait "$seff_job" || log "WARNING: seff is not installed; sacct still works"
 
-# ---- 6. smoke test
-timeout 30 srun -n1 --mem=64M -t 1 true >/dev/null 2>&1 \
-  || { show_log $LOGDIR/slurmd.log; die "the smoke test 'srun true' failed"; }
+# ---- 6. smoke test: a one-task job. A node busy with other jobs may make it wait, and those jobs
+# already prove that scheduling works, so then a failed srun is only a warning.
+if ! timeout 30 srun -n1 --mem=64M -t 1 true >/dev/null 2>&1; then
+  state=$(timeout 5 sinfo -h -N -n "$NODE" -o %T 2>/dev/null | head -n 1) || true
+  [[ $state =~ ^(mixed|allocated|completing)$ ]] || { show_log $LOGDIR/slurmd.log; die "the smoke test 'srun true' failed"; }
+  log "node $NODE is busy with other jobs ($state): skipped the smoke test"
+fi
 log "ready: partition debug, $GPUS fake GPUs; logs in $LOGDIR; stop with jobs/sandbox/slurm-down.sh"
