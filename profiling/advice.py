@@ -61,7 +61,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, 
     numbers: Numbers = {
         "loop_found": loop is not None, "cpus": facts.cpus, "gpus": facts.gpus,
         "cores_per_gpu": facts.cores_per_gpu, "current_workers": workers,
-        "workers_known": facts.num_workers is not None, "cpu_ceiling": ceiling,
+        "workers_known": facts.num_workers is not None, "cpu_ceiling": ceiling, "requested": facts.requested,
         "worker_cap": max(ceiling - 1, 0), "loader_bound_pct": 100 * LOADER_BOUND,
         "pin_memory": _flag(argv, "--pin-memory", "--no-pin-memory"),
         "persistent_workers": _flag(argv, "--persistent-workers"),
@@ -126,7 +126,8 @@ RULES: tuple[Rule, ...] = (
     Rule("too_many_workers", lambda n: n["loop_found"] and n["current_workers"] > n["worker_cap"],
          "The run used num_workers={current_workers}, more than its {cpus} CPU(s) can run beside the main "
          "process; the workers and the main process then share cores."),
-    Rule("too_many_cpus", lambda n: n["loop_found"] and n["gpus"] >= 1 and n["cpus"] > n["cpus_per_task"] + 1,
+    Rule("too_many_cpus", lambda n: n["loop_found"] and n["requested"] and n["gpus"] >= 1
+         and n["cpus"] > n["cpus_per_task"] + 1,
          "Too many CPUs requested for this profile: the job has {cpus} CPUs but keeps about "
          "{cpus_per_task} busy (num_workers={num_workers} plus the main process). Idle cores count "
          "against your allocation and can leave a node's other GPUs without cores."),

@@ -136,9 +136,14 @@ def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef
     return same_name[0] if len(same_name) == 1 else None
 
 
-def classify_function(source: str, file: str, first_line: int, name: str) -> tuple[dict[int, str], list[LoaderLoop]]:
-    """Phase of every line of one function, and the loader loops in it. Raises SyntaxError."""
-    tree = ast.parse(source)
+def classify_function(source: str | ast.AST, file: str, first_line: int,
+                      name: str) -> tuple[dict[int, str], list[LoaderLoop]]:
+    """Phase of every line of one function, and the loader loops in it.
+
+    `source` is the module's text or its parsed tree (parse once per file when there are many
+    functions, as with `kernprof -p`). Raises SyntaxError for text that does not parse.
+    """
+    tree = ast.parse(source) if isinstance(source, str) else source
     func = _find_function(tree, first_line, name)
     if func is None:
         return {}, []
@@ -173,16 +178,21 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources) 
     phase_of: dict[tuple[str, str, int], str] = {}
     loops: list[LoaderLoop] = []
     notes: list[str] = []
+    trees: dict[str, ast.AST | None] = {}
     for file, first_line, name in profile.timings:
         lines = sources.get(file)
         if lines is None:
             continue
-        try:
-            phases, found = classify_function("\n".join(lines), file, first_line, name)
-        except (SyntaxError, ValueError) as err:
-            notes.append(f"{file}: could not parse the source to classify {name} ({type(err).__name__}); "
-                         "its lines are shown as 'other'")
+        if file not in trees:
+            try:
+                trees[file] = ast.parse("\n".join(lines))
+            except (SyntaxError, ValueError) as err:
+                trees[file] = None
+                notes.append(f"{file}: could not parse the source ({type(err).__name__}); "
+                             "its lines are shown as 'other'")
+        if trees[file] is None:
             continue
+        phases, found = classify_function(trees[file], file, first_line, name)
         if not phases:
             notes.append(f"{file}: found no definition of {name} at line {first_line}; "
                          "the source may have changed since the profile was taken")

@@ -56,6 +56,7 @@ class JobFacts:
     num_workers: int | None         # the DataLoader workers the profiled run used, if known
     cores_per_gpu: int | None = None  # the node's cores per GPU, when known (caps --cpus-per-task)
     source: str = ""                # where the numbers came from, said in the report
+    requested: bool = False         # `cpus` is what the job asked for (Slurm or --cpus), not just a machine's size
 
 
 @dataclass(frozen=True)

@@ -151,5 +151,7 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     if gpus is None:
         gpus = 0
         said.append("no GPU found (assumed a CPU-only run; use --gpus N)")
+    in_job = bool(environment.env.get("SLURM_JOB_ID") or (meta.get("slurm") or {}).get("SLURM_JOB_ID"))
+    requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
     return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
-                    cores_per_gpu=cores_per_gpu or None, source="; ".join(said))
+                    cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested)

@@ -141,7 +141,9 @@ def test_job_facts_order_of_trust():
     assert (facts.cpus, facts.gpus, facts.num_workers) == (8, 1, 3)
     facts = job_facts(cpus=2, gpus=0, num_workers=0, cores_per_gpu=7, meta={"cpus": 8}, environment=env)
     assert (facts.cpus, facts.gpus, facts.num_workers, facts.cores_per_gpu) == (2, 0, 0, 7)
-    assert "--cpus" in facts.source
+    assert "--cpus" in facts.source and facts.requested
+    assert not job_facts(environment=NO_ENV).requested  # an affinity mask is not a request
+    assert job_facts(environment=Environment(env={"SLURM_JOB_ID": "7"}, affinity=4)).requested
 
 
 def test_slurm_gpu_variables_and_node_parsing():
@@ -177,7 +179,9 @@ def test_compute_bound_profile_gets_no_more_workers():
     assert (advice.num_workers, advice.cpus_per_task) == (2, 3)
     assert "compute_bound" in advice.fired_rules and "loader_bound" not in advice.fired_rules
     assert any("larger batches" in r and "--amp" in r and "--gpu-resident" in r for r in advice.reasons)
-    assert "too_many_cpus" in advice.fired_rules  # 16 CPUs for a profile that keeps 3 busy
+    assert "too_many_cpus" not in advice.fired_rules  # 16 CPUs of a machine, not of a request
+    asked = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2, requested=True))
+    assert "too_many_cpus" in asked.fired_rules  # a job that asked for 16 CPUs keeps 3 busy
 
 
 def test_threshold_is_the_data_wait_share():
