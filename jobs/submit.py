@@ -1,0 +1,205 @@
+"""Submit the lesson runs from Python with submitit, with the same resources as the templates.
+
+    python -m jobs submit single [--cpus 2] [--gpus 1] -- --synthetic --epochs 1
+    python -m jobs submit sweep --workers 0,1,2,4 -- --synthetic --epochs 1
+    python -m jobs submit ddp --gpus 2 [--nodes 1] -- --synthetic --epochs 1
+
+Each verb waits for its jobs, prints one pandas table (also written as results.csv in the
+folder) and exits 1 with a one-line reason per failed job. Site settings come from the same
+jobs/site.env as the templates: its SBATCH_* values reach submitit's sbatch through the
+environment, and its data dir becomes MNIST_DATA.
+
+Every submission gets a FRESH executor: submitit's update_parameters accumulates, so a reused
+executor would carry an earlier setting's options into the next job. The sweep itself is
+profiling.sweep's (one implementation of "one job per num_workers, cpus = workers + 1").
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
+
+SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
+COLUMNS = ("job_id", "status", "state", "world_size", "num_workers", "cpus_allowed", "steps", "images_per_sec",
+           "test_accuracy", "detail")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one job asks for: the same knobs the sbatch templates set."""
+
+    cpus_per_task: int = 1
+    gpus_per_node: int = 1
+    tasks_per_node: int = 1
+    nodes: int = 1
+    mem_gb: int = 8
+    time_min: int = 20
+    name: str = "mnist"
+
+
+def site_environment(environ: dict[str, str]) -> dict[str, str]:
+    """The caller's environment plus the site's SBATCH_* values, MNIST_DATA and the kit on PYTHONPATH."""
+    path = site_file(environ)
+    site = read_site(path)
+    env = submit_environment(site, environ, path)
+    data = site.get("DLKIT_DATA_DIR")
+    if data:
+        env["MNIST_DATA"] = str(data if Path(data).is_absolute() else KIT_ROOT / data)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(KIT_ROOT), environ.get("PYTHONPATH")) if p)
+    return env
+
+
+def new_executor(folder: Path, shape: Shape):
+    """A fresh submitit executor for one job (see the module docstring for why fresh)."""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    params: dict[str, Any] = {"name": shape.name, "nodes": shape.nodes, "tasks_per_node": shape.tasks_per_node,
+                              "cpus_per_task": shape.cpus_per_task, "mem_gb": shape.mem_gb,
+                              "timeout_min": shape.time_min}
+    if shape.gpus_per_node:
+        params["gpus_per_node"] = shape.gpus_per_node
+    executor.update_parameters(**params)
+    return executor
+
+
+def _read_metrics(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def train_task(argv: list[str], metrics_json: str) -> dict[str, Any]:
+    """Runs inside the job: lesson 1's main(), then its metrics. Raises so submitit sees a failure."""
+    import mnist_classify
+
+    code = mnist_classify.main([*argv, "--metrics-json", metrics_json])
+    if code != 0:
+        raise RuntimeError(f"mnist_classify.py exited with {code}")
+    return _read_metrics(Path(metrics_json))
+
+
+def ddp_task(argv: list[str], metrics_json: str) -> dict[str, Any] | None:
+    """Runs in every task of the DDP job: submitit's helper sets RANK, WORLD_SIZE, MASTER_ADDR/PORT."""
+    from submitit.helpers import TorchDistributedEnvironment
+
+    # The GPU choice stays with the script (cuda:LOCAL_RANK), so CUDA_VISIBLE_DEVICES is left alone.
+    dist = TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
+    from multi_gpu import mnist_ddp
+
+    code = mnist_ddp.main([*argv, "--metrics-json", metrics_json])
+    if code != 0:
+        raise RuntimeError(f"mnist_ddp.py exited with {code} on rank {dist.rank}")
+    return _read_metrics(Path(metrics_json)) if dist.rank == 0 else None
+
+
+def _row(job: Any, metrics: dict[str, Any] | None, detail: str) -> dict[str, Any]:
+    settings = (metrics or {}).get("settings", {})
+    return {"job_id": job.job_id, "status": "ok" if metrics is not None else "failed",
+            "state": "COMPLETED" if metrics is not None else job.state,
+            "world_size": (metrics or {}).get("world_size", 1 if metrics else None),
+            "num_workers": settings.get("num_workers"), "cpus_allowed": settings.get("cpus_allowed"),
+            "steps": (metrics or {}).get("steps"), "images_per_sec": (metrics or {}).get("images_per_sec"),
+            "test_accuracy": (metrics or {}).get("test_accuracy"), "detail": detail}
+
+
+def failure_line(job: Any, error: Exception) -> str:
+    """One readable line: the script's own `error:` line if it printed one, else the exception's."""
+    try:
+        logged = Path(job.paths.stderr).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        logged = []
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = next((line for line in reversed(logged) if ": error: " in line and not line.startswith("srun")),
+                  None) or next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception)\b", line)),
+                                type(error).__name__)
+    return f"job {job.job_id} {job.state}: {reason[:300]} (log: {job.paths.stderr})"
+
+
+def collect(job: Any) -> dict[str, Any]:
+    """Wait for one job; a row with its metrics, or with a one-line reason when it failed."""
+    try:
+        job.result()
+    except Exception as error:  # FailedJobError / UncompletedJobError: the job's own failure
+        return _row(job, None, failure_line(job, error))
+    results = job.results()  # one entry per task; rank 0 carries the metrics
+    metrics = next((r for r in results if r is not None), None)
+    return _row(job, metrics, f"log: {job.paths.stdout}")
+
+
+def run_single(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
+    shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, mem_gb=args.mem_gb,
+                  time_min=args.time_min, name="mnist-single")
+    job = new_executor(folder / "slurm", shape).submit(train_task, args.script_args,
+                                                       str(folder / "single.metrics.json"))
+    print(f"submit: single run is job {job.job_id} (cpus_per_task={args.cpus}, gpus={args.gpus})", flush=True)
+    return pd.DataFrame([collect(job)], columns=list(COLUMNS))
+
+
+def run_ddp(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
+    gpus = max(args.gpus, 1)
+    shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, tasks_per_node=gpus, nodes=args.nodes,
+                  mem_gb=args.mem_gb, time_min=args.time_min, name="mnist-ddp")
+    job = new_executor(folder / "slurm", shape).submit(ddp_task, args.script_args, str(folder / "ddp.metrics.json"))
+    print(f"submit: DDP run is job {job.job_id} ({args.nodes} node(s) x {gpus} task(s), one per GPU)", flush=True)
+    return pd.DataFrame([collect(job)], columns=list(COLUMNS))
+
+
+def run_sweep(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
+    """profiling.sweep's Slurm sweep: one job per setting, each from a fresh executor."""
+    from jobs.gather import parse_workers, write_outputs
+    from profiling.sweep import best_of_repeats, run_slurm, settings_for
+
+    sweep_args = argparse.Namespace(time_min=args.time_min, gpus=args.gpus or None, partition=None)
+    settings = settings_for([str(SCRIPTS["single"]), *args.script_args], parse_workers(args.workers), folder)
+    results = best_of_repeats(run_slurm(settings, sweep_args))
+    print(write_outputs(folder, results), flush=True)
+    return results
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dljobs submit", description=__doc__.split("\n")[0])
+    parser.add_argument("verb", choices=("single", "sweep", "ddp"))
+    parser.add_argument("--cpus", type=int, default=1, help="--cpus-per-task of each task (default 1)")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs per node (default 1; 0 for none)")
+    parser.add_argument("--nodes", type=int, default=1, help="nodes, for ddp (default 1)")
+    parser.add_argument("--mem-gb", type=int, default=8, help="memory per node in GB (default 8)")
+    parser.add_argument("--time-min", type=int, default=20, help="time limit in minutes (default 20)")
+    parser.add_argument("--workers", default="0,1,2,4,6,8", help="sweep settings (default 0,1,2,4,6,8)")
+    parser.add_argument("--folder", type=Path, default=Path("runs/submitit"),
+                        help="logs, pickles and results (default runs/submitit)")
+    parser.epilog = "Flags for the training script go after --."
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = build_parser().parse_args(argv[:split])
+    args.script_args = argv[split + 1:]
+    if min(args.cpus, args.nodes, args.mem_gb, args.time_min) < 1 or args.gpus < 0:
+        print("dljobs submit: error: --cpus, --nodes, --mem-gb and --time-min must be >= 1, --gpus >= 0",
+              file=sys.stderr)
+        return 2
+    try:
+        os.environ.update(site_environment(dict(os.environ)))
+    except SiteError as err:
+        print(f"dljobs submit: error: {err}", file=sys.stderr)
+        return 2
+    folder = args.folder.resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    table = {"single": run_single, "ddp": run_ddp, "sweep": run_sweep}[args.verb](args, folder)
+    table.to_csv(folder / "results.csv", index=False)
+    if args.verb != "sweep":  # the sweep already printed its summary table
+        print(table.to_string(index=False))
+    failed = table[table["status"] != "ok"]
+    for row in failed.itertuples():
+        print(f"dljobs submit: job failed: {row.detail}", file=sys.stderr)
+    return 1 if len(failed) else 0
