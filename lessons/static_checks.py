@@ -6,8 +6,9 @@ What can be checked on a laptop with the Slurm sandbox, is:
 * every path into the kit it names exists in the checkout;
 * every ``make TARGET`` exists (``make -n``);
 * every job script given to ``sbatch`` passes the job checker (``python -m jobs check``) and
-  ``sbatch --test-only`` with the same options. A request the one-node sandbox can never hold
-  (more nodes or GPUs than it has) is accepted only with Slurm's own "not available" answer;
+  ``sbatch --test-only`` with the same options. A request bigger than the one-node sandbox (more
+  nodes, CPUs, GPUs or memory than it has) is tried again shrunk to fit, without the site's
+  partition and account: Slurm must then accept every other directive of the script;
 * every ``SCRIPT.py ARGS`` (also after srun, torchrun or ``profiling run --``) parses with the
   script's own ``build_parser()``, so a renamed flag breaks the lesson here, not in a workshop.
 """
@@ -23,7 +24,13 @@ from lessons.blocks import Block, commands
 
 KIT_DIRS = ("jobs", "profiling", "multi_gpu", "lessons", "benchmarks", "docs", "tests")
 _SHELL_OPS = {"&&", "||", "|", ";", "&"}
-_UNPLACEABLE = "Requested node configuration is not available"
+#: Slurm's answers for a request that is valid but bigger than the one-node sandbox.
+_TOO_BIG = ("Requested node configuration is not available", "More processors requested than permitted",
+            "Node count specification invalid", "Memory required by task is not available")
+#: Options that name a cluster's own partitions and accounts, unknown to the sandbox.
+_SITE_OPTIONS = ("--partition", "-p", "--account", "-A", "--qos", "-q", "--reservation")
+#: Appended (so they win) when a cluster-sized request is re-tried on the sandbox.
+_SHRINK = ["--nodes=1", "--ntasks-per-node=1", "--cpus-per-task=1", "--gres=gpu:1", "--mem=1G"]
 
 _PARSE_ARGS = """
 import importlib.util, json, sys
@@ -69,11 +76,27 @@ def _sbatch_problems(words: list[str], root: Path, env: dict[str, str]) -> list[
         code, out = _run([sys.executable, "-m", "jobs", "check", script], root, env)
         if code != 0:
             problems.append(f"python -m jobs check {script}: exit {code}: {out}")
-    options = [o for o in options if o not in ("--wait", "-W", "--parsable")]
+    options = _without_site_options([o for o in options if o not in ("--wait", "-W", "--parsable")])
     code, out = _run(["sbatch", "--test-only", *options, script], root, env, timeout=30)
-    if code != 0 and _UNPLACEABLE not in out:
+    if code != 0 and any(msg in out for msg in _TOO_BIG):
+        # Valid, but cluster-sized: the same directives, shrunk to fit, must still be accepted.
+        local = options + _SHRINK
+        code, out = _run(["sbatch", "--test-only", *local, script], root, env, timeout=30)
+    if code != 0:
         problems.append(f"sbatch --test-only {' '.join(options + [script])}: exit {code}: {out}")
     return problems
+
+
+def _without_site_options(options: list[str]) -> list[str]:
+    kept, skip = [], False
+    for option in options:
+        if skip:
+            skip = False
+        elif option in _SITE_OPTIONS:
+            skip = True
+        elif not option.startswith(tuple(o + "=" for o in _SITE_OPTIONS if o.startswith("--"))):
+            kept.append(option)
+    return kept
 
 
 def _script_args(words: list[str], root: Path) -> tuple[str, list[str]] | None:
