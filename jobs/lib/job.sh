@@ -93,7 +93,7 @@ dlkit_context() {
     echo "host:          $(hostname)"
     echo "kit:           $DLKIT_ROOT (site file $DLKIT_SITE_ENV)"
     echo "python:        $(command -v python || echo 'not found') ($(python -V 2>&1 || true))"
-    echo "cpus allowed:  $(nproc) ($(grep -s Cpus_allowed_list /proc/self/status | cut -f2 || echo '?'))"
+    echo "cpus allowed:  $(nproc) (cpu list: $(grep -s Cpus_allowed_list /proc/self/status | cut -f2 || echo '?'))"
     echo "gpus visible:  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-<unset>}"
     if command -v nvidia-smi >/dev/null 2>&1; then
         timeout 20 nvidia-smi -L 2>&1 | sed 's/^/               /' || true
