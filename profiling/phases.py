@@ -37,11 +37,11 @@ PRIORITY = ("backward", "optimizer", "forward", "loss", "host_to_device", "loggi
 
 @dataclass(frozen=True)
 class LoaderLoop:
-    """A `for ... in <loader>` loop found in a profiled function."""
+    """A loop that pulls batches (`for ... in <loader>`, or `next(it)` inside a loop) in a profiled function."""
 
     file: str
     function: str
-    header: tuple[int, ...]     # the lines of the `for` header
+    header: tuple[int, ...]     # the data-wait lines: the `for` header, or a `next(...)` statement
     body_start: int
     body_end: int
     steps: bool                 # the body calls backward() or optimizer.step(): a training loop
@@ -110,17 +110,33 @@ def _is_steps(node: ast.AST) -> bool:
 
 
 def _is_range(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Call) and _callee(expr)[0] in {"range", "enumerate"} and all(
-        _callee(a)[0] == "range" for a in expr.args if isinstance(a, ast.Call)) and not any(
-        LOADER_NAMES.search(n) for n in _names(expr))
+    """`range(n)`, `enumerate(range(n))`, `zip(range(a), range(b))`: counting, not loading."""
+    if not isinstance(expr, ast.Call):
+        return False
+    name = _callee(expr)[0]
+    return name == "range" or (name in {"enumerate", "zip"} and bool(expr.args)
+                               and all(_is_range(a) for a in expr.args))
 
 
-def _is_loader_loop(loop: ast.For | ast.AsyncFor) -> bool:
+def _is_loader_loop(loop: ast.For | ast.AsyncFor, inside_loader: bool) -> bool:
+    """A loop over a named loader; else the innermost stepping loop not already inside a loader loop."""
+    if _is_range(loop.iter):
+        return False
     if any(LOADER_NAMES.search(n) for n in _names(loop.iter)):
         return True
     inner_loops_step = any(isinstance(n, (ast.For, ast.AsyncFor)) and n is not loop and _is_steps(n)
                            for n in ast.walk(loop))
-    return _is_steps(loop) and not inner_loops_step and not _is_range(loop.iter)
+    return not inside_loader and _is_steps(loop) and not inner_loops_step
+
+
+def _lines(node: ast.stmt) -> range:
+    return range(node.lineno, (node.end_lineno or node.lineno) + 1)
+
+
+def _next_lines(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[int, ...]:
+    """Lines of `x = next(it)` statements directly in a loop's body: the wait of a hand-driven loop."""
+    return tuple(line for stmt in loop.body if not hasattr(stmt, "body") and statement_phase(stmt) == "data_wait"
+                 for line in _lines(stmt))
 
 
 def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -149,27 +165,35 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
         return {}, []
     phase_of: dict[int, str] = {}
     loops: list[LoaderLoop] = []
-    for node in ast.walk(func):
+    inside_loader: set[int] = set()  # ids of nodes nested in a loader loop (micro-batches are not data)
+    for node in ast.walk(func):  # breadth first: outer loops are seen before inner ones
         if node is func or not isinstance(node, ast.stmt):
             continue
+        nested = id(node) in inside_loader
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            header = tuple(range(node.lineno, node.body[0].lineno if node.body[0].lineno > node.lineno
-                                 else node.lineno + 1))
-            is_loader = _is_loader_loop(node)
+            header = tuple(range(node.lineno, max(node.body[0].lineno, node.lineno + 1)))
+            is_loader = _is_loader_loop(node, nested)
             for line in header:
                 phase_of[line] = "data_wait" if is_loader else statement_phase(node.iter)
-            if is_loader:
-                loops.append(LoaderLoop(file, name, header, node.body[0].lineno, node.end_lineno or node.lineno,
-                                        _is_steps(node), func.body[0].lineno if func.body[0] is not node else None))
-        elif isinstance(node, (ast.While, ast.If)):
+            waits = header if is_loader else _next_lines(node)
+        elif isinstance(node, ast.While):
             phase_of.setdefault(node.lineno, statement_phase(node.test))
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            phase_of.setdefault(node.lineno, "other")
-        elif not hasattr(node, "body"):  # a simple statement: all its lines share its phase
-            phase = statement_phase(node)
-            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                if line not in phase_of or _rank(phase) < _rank(phase_of[line]):
-                    phase_of[line] = phase  # `a(); b()` on one line: the stronger phase wins
+            waits = _next_lines(node)
+        else:
+            waits = ()
+            if isinstance(node, ast.If):
+                phase_of.setdefault(node.lineno, statement_phase(node.test))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                phase_of.setdefault(node.lineno, "other")
+            elif not hasattr(node, "body"):  # a simple statement: all its lines share its phase
+                phase = statement_phase(node)
+                for line in _lines(node):
+                    if line not in phase_of or _rank(phase) < _rank(phase_of[line]):
+                        phase_of[line] = phase  # `a(); b()` on one line: the stronger phase wins
+        if waits and not nested:
+            inside_loader.update(id(n) for n in ast.walk(node) if n is not node)
+            loops.append(LoaderLoop(file, name, waits, node.body[0].lineno, node.end_lineno or node.lineno,
+                                    _is_steps(node), func.body[0].lineno if func.body[0] is not node else None))
     return phase_of, loops
 
 

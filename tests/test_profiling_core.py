@@ -93,6 +93,12 @@ def test_phases_of_the_classic_training_loop():
     ("for epoch in range(3):\n    for x, y in data:\n        loss = criterion(model(x), y)\n"
      "        # loss.backward() in a comment changes nothing\n        scaler.scale(loss).backward()\n"
      "        scaler.step(opt)", {2: "other", 3: "data_wait", 4: "forward", 6: "backward", 7: "optimizer"}),
+    # counting loops are not loaders, even when named after batches; next(iterator) is the wait
+    ("for i in range(num_batches):\n    x, y = next(data_iter)\n    out = model(x)\n    out.sum().backward()",
+     {2: "other", 3: "data_wait", 4: "forward", 5: "backward"}),
+    # micro-batches inside a loader loop: only the outer header is data wait
+    ("for x, y in train_loader:\n    for chunk in x.split(8):\n        model(chunk).sum().backward()\n"
+     "    opt.step()", {2: "data_wait", 3: "other", 4: "backward", 5: "optimizer"}),
     # logging and synchronising calls; one statement over several lines gets one phase
     ("for b in batches:\n    logger.info('loss %f',\n                b.item())\n    x = b.cuda()",
      {2: "data_wait", 3: "logging_sync", 4: "logging_sync", 5: "host_to_device"}),
