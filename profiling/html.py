@@ -26,8 +26,7 @@ pre { background: #f6f8fa; padding: .75em; overflow-x: auto; }
 .advice { background: #eef6ee; border-left: 4px solid #2ca02c; padding: .5em 1em; }
 .notes { background: #fff8e6; border-left: 4px solid #ff7f0e; padding: .5em 1em; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
-dl.meta dt { font-weight: bold; float: left; clear: left; width: 11em; }
-dl.meta dd { margin-left: 12em; }
+table.meta th { text-align: left; } table.meta td { text-align: left; font-family: ui-monospace, monospace; }
 """
 
 META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "exit_code", "num_workers",
@@ -71,9 +70,10 @@ def _meta_section(report: Report) -> str:
     if facts.source:
         rows.append(("counts from", facts.source))
     rows += [(key, report.meta[key]) for key in META_KEYS if key in report.meta]
-    return "<dl class='meta'>" + "".join(
-        f"<dt>{_esc(k)}</dt><dd>{_esc(' '.join(map(str, v)) if isinstance(v, list) else v)}</dd>" for k, v in rows
-    ) + "</dl>"
+    return "<table class='meta'>" + "".join(
+        f"<tr><th>{_esc(k)}</th><td>{_esc(' '.join(map(str, v)) if isinstance(v, list) else v)}</td></tr>"
+        for k, v in rows
+    ) + "</table>"
 
 
 def _table(frame: pd.DataFrame, css_class: str) -> str:

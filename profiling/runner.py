@@ -18,8 +18,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from profiling.records import ProfileError, Report
-from profiling.sampling import Sampler, allowed_cpus, write_samples
+from profiling.records import ProfileError
+from profiling.resources import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
+from profiling.sampling import Sampler, write_samples
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
@@ -30,11 +31,9 @@ SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLUR
 def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
     """The Slurm job id inside a job (the lessons' convention), else the script's name."""
     environ = os.environ if environ is None else environ
-    job = environ.get("SLURM_JOB_ID", "").strip()
+    job = environ.get("SLURM_JOB_ID", "").strip()  # unique per array task too
     if job:
-        task = environ.get("SLURM_ARRAY_TASK_ID", "").strip()
-        array = environ.get("SLURM_ARRAY_JOB_ID", "").strip()
-        return f"{array}_{task}" if array and task else job
+        return job
     return Path(script).stem or "profile"
 
 
@@ -86,16 +85,6 @@ def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | 
         return None, f"unknown ({source} is {value!r})"
 
 
-def visible_gpus(environ: dict[str, str] | None = None) -> int | None:
-    """GPUs the job sees from its environment (None when nothing says)."""
-    environ = os.environ if environ is None else environ
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([v for v in visible.split(",") if v.strip() and v.strip() != "-1"])
-    on_node = environ.get("SLURM_GPUS_ON_NODE", "")
-    return int(on_node) if on_node.isdigit() else None
-
-
 def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
     """kernprof line-by-line, ignoring any config file, writing exactly `lprof`."""
     return [sys.executable, "-m", "kernprof", "-l", "-q", "--no-config", "-o", str(lprof), script, *args]
@@ -105,21 +94,27 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def run_profiled(command: list[str], out_dir: Path, sample: bool = False,
-                 interval: float = 1.0) -> tuple[int, dict, "Sampler | None"]:
+def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
+                 num_workers: int | None = None) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
     lprof = out_dir / f"{stem}.lprof"
-    cpus = allowed_cpus()
+    machine = read_environment()
+    cpus = cpus_from_env(machine.env, machine.affinity)[0] or 1
+    gpus = gpus_from_env(machine.env)[0]
     workers, workers_source = script_num_workers(Path(script), script_args, cpus)
+    if num_workers is not None:
+        workers, workers_source = num_workers, "dlprof run --num-workers"
+    (out_dir / f"{stem}.samples.csv").unlink(missing_ok=True)  # never report a previous run's samples
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
         "command": kernprof_command(script, script_args, lprof), "cwd": os.getcwd(),
         "hostname": socket.gethostname(), "python": sys.executable,
         "num_workers": workers, "num_workers_source": workers_source,
-        "cpus": cpus, "gpus": visible_gpus(),
+        "cpus": cpus, "gpus": machine.nvml_gpus if gpus is None else gpus,
+        "cores_per_gpu": cores_per_gpu_of(machine.node_text),
         "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
         "start_time": _now(),
     }
@@ -151,40 +146,31 @@ def _wait(child: subprocess.Popen) -> int:
         return child.wait()
 
 
-def write_all(report: Report, out_dir: Path, stem: str, formats: list[str]) -> list[Path]:
-    """Every report file next to the .lprof: the core's formats plus the PNG plots and HTML."""
-    from profiling.report import write_report
-
-    return list(write_report(report, out_dir, stem, formats))
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
     from profiling.render import render
-    from profiling.report import build_report
+    from profiling.report import build_report, write_report
 
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
-                                       getattr(args, "sample_interval", 1.0))
+                                       getattr(args, "sample_interval", 1.0), args.num_workers)
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code != 0:
         print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():
         print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
         return code if code != 0 else 1
-    num_workers = args.num_workers if args.num_workers is not None else meta["num_workers"]
+    written = [lprof, out_dir / f"{stem}.meta.json"]
+    if sampler is not None:  # beside the .lprof, where build_report (and a later `report`) finds it
+        written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
     try:
-        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=num_workers,
+        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=meta["num_workers"],
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
     except ProfileError as err:
         print(f"dlprof run: error: {err}", file=sys.stderr)
         return code if code != 0 else 2
-    written = [lprof, out_dir / f"{stem}.meta.json"]
-    if sampler is not None:
-        report.samples = sampler.frame()
-        written.append(write_samples(report.samples, out_dir / f"{stem}.samples.csv"))
     formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
-    written += write_all(report, out_dir, stem, formats)
+    written += write_report(report, out_dir, stem, formats)
     print(render(report, "text"))
     print("\nfiles:\n" + "\n".join(f"  {p}" for p in written))
     return code

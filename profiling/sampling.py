@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiling.resources import cpus_from_env
+
 # One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
 SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")
 
@@ -58,14 +60,6 @@ def process_tree_usage(root: int) -> tuple[float, float]:
         rss += stats[pid][2]
         todo.extend(children.get(pid, []))
     return cpu_s, rss
-
-
-def allowed_cpus() -> int:
-    """CPUs this job may use: Slurm's allocation, else the affinity mask (never os.cpu_count())."""
-    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    if slurm.isdigit() and int(slurm) > 0:
-        return int(slurm)
-    return len(os.sched_getaffinity(0))
 
 
 def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
@@ -130,7 +124,7 @@ class Sampler:
                 pass
 
     def _loop(self) -> None:
-        cpus = max(allowed_cpus(), 1)
+        cpus = cpus_from_env(os.environ, len(os.sched_getaffinity(0)))[0] or 1
         t0 = time.monotonic()
         last_t, last_cpu = t0, process_tree_usage(self.root_pid)[0]
         while not self._stop.wait(self.interval):

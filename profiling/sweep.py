@@ -17,6 +17,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,8 +130,32 @@ def submit(command: list[str], folder: Path, cpus: int, args: argparse.Namespace
     return executor.submit(CommandFunction(command, cwd=os.getcwd()))
 
 
-def wait_job(job) -> tuple[str, str]:
-    """("ok" | "failed", a one-line detail naming the job and its log)."""
+# squeue reasons that mean a pending job will never start as submitted.
+NEVER_STARTS = ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "ReqNodeNotAvail", "InvalidQOS")
+
+
+def pending_reason(job_id: str) -> str:
+    """Why Slurm keeps a job pending (empty when it is not pending or squeue cannot say)."""
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", str(job_id), "-t", "PD", "-o", "%r"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def wait_job(job, poll_s: float = 5.0) -> tuple[str, str]:
+    """("ok" | "failed", a one-line detail naming the job and its log).
+
+    A job stuck pending for a reason that cannot clear (more CPUs than the partition allows...)
+    is cancelled and reported instead of being waited on forever.
+    """
+    while not job.done():
+        reason = pending_reason(job.job_id)
+        if reason.startswith(NEVER_STARTS):
+            job.cancel(check=False)
+            return "failed", f"job {job.job_id} can never start here (pending: {reason}); cancelled"
+        time.sleep(poll_s)
     try:
         job.result()
     except Exception as err:  # FailedJobError / UncompletedJobError: the job's own failure
@@ -154,8 +179,6 @@ def run_slurm(settings: list[Setting], args: argparse.Namespace) -> list[dict]:
     rows = []
     for s, job in zip(settings, jobs):
         status, detail = ("failed", job) if isinstance(job, str) else wait_job(job)
-        if status != "ok":
-            print(f"sweep: workers={s.workers} failed: {detail}", file=sys.stderr)
         rows.append(_row(s, s.workers + 1, status, detail))
     return rows
 

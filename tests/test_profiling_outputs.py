@@ -1,0 +1,139 @@
+"""Unit tests for the output side of profiling/: sampler, plots, HTML, compare and sweep helpers.
+
+Fast and self-contained: reports are built by hand from records.py, so these do not depend on
+the analysis stages or on a training run (the end-to-end tests are in test_profiling_run.py).
+"""
+from __future__ import annotations
+
+import base64
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pandas as pd
+import pytest
+
+from profiling.compare import compare_phases
+from profiling.html import render_html
+from profiling.plots import write_plots
+from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
+from profiling.runner import declared_default, flag_value, output_stem, script_num_workers
+from profiling.sampling import SAMPLE_COLUMNS, Sampler
+from profiling.sweep import best_of_repeats, pick_knee, strip_flags
+
+
+def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
+    lines = pd.DataFrame([
+        ("m.py", "train", 10, 101, data_wait, data_wait * 10, 60.0, "for data, target in train_loader:", "data_wait"),
+        ("m.py", "train", 11, 100, 0.3, 3.0, 5.0, "data = data.to(device)", "host_to_device"),
+        ("m.py", "train", 12, 100, 1.0, 10.0, 20.0, "output = model(data)  # if a < b & c: <b>", "forward"),
+        ("m.py", "train", 13, 100, 0.8, 8.0, 15.0, "loss.backward()", "backward"),
+    ], columns=list(LINE_COLUMNS))
+    seconds = [data_wait, 0.3, 1.0, 0.8]
+    phases = pd.DataFrame({"phase": ["data_wait", "host_to_device", "forward", "backward"], "seconds": seconds,
+                           "pct": [100 * s / sum(seconds) for s in seconds],
+                           "per_batch_ms": [10 * s for s in seconds]})
+    samples = None
+    if with_samples:
+        samples = pd.DataFrame({"time_s": [1.0, 2.0, 3.0] * 2, "device": ["cpu"] * 3 + ["gpu0"] * 3,
+                                "util_pct": [50, 60, 55, 20, 30, 25], "mem_used_mib": [800, 900, 950, 1e3, 1.2e3, 1.2e3],
+                                "cores_busy": [1, 1.2, 1.1] + [math.nan] * 3})
+    return Report(tmp_path / "x.lprof", lines, phases, JobFacts(4, 1, 1, source="hand-made"),
+                  Advice(3, 4, ["data wait 32 ms per batch > compute 21 ms"],
+                         ["#SBATCH --cpus-per-task=4", "--num-workers 3"], ["more_workers"]),
+                  notes=["<script>alert('x')</script>"], meta={"argv": ["m.py", "--epochs", "1"]},
+                  samples=samples)
+
+
+def test_write_plots_makes_nonblank_pngs(tmp_path):
+    paths = write_plots(hand_report(tmp_path), tmp_path, "x")
+    assert [p.name for p in paths] == ["x.lines.png", "x.phases.png", "x.utilisation.png"]
+    for path in paths:
+        pixels = mpimg.imread(path)
+        assert pixels.shape[0] > 200 and pixels.shape[1] > 400
+        assert pixels[..., :3].std() > 0.05, f"{path.name} looks blank"
+
+
+def test_no_utilisation_plot_without_samples(tmp_path):
+    paths = write_plots(hand_report(tmp_path, with_samples=False), tmp_path, "y")
+    assert [p.name for p in paths] == ["y.lines.png", "y.phases.png"]
+
+
+def test_html_is_self_contained_and_escaped(tmp_path):
+    report = hand_report(tmp_path)
+    page = render_html(report, write_plots(report, tmp_path, "x"))
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "if a &lt; b &amp; c: &lt;b&gt;" in page
+    uris = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
+    assert len(uris) == 3 and all(base64.b64decode(u).startswith(b"\x89PNG") for u in uris)
+    assert "src='http" not in page and "href=" not in page  # nothing to fetch
+    assert "#SBATCH --cpus-per-task=4" in page and "--num-workers 3" in page
+
+
+def test_sampler_counts_child_processes_and_says_no_gpu(tmp_path):
+    burn = "import multiprocessing as m, time\n" \
+           "def b():\n  t = time.time()\n  while time.time() - t < 2.5: pass\n" \
+           "if __name__ == '__main__':\n  ps = [m.Process(target=b) for _ in range(2)]\n" \
+           "  [p.start() for p in ps]; [p.join() for p in ps]\n"
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    with Sampler(child.pid, interval=0.5, gpu=True) as sampler:
+        child.wait()
+        time.sleep(0.6)
+    frame = sampler.frame()
+    assert list(frame.columns) == list(SAMPLE_COLUMNS)
+    cpu = frame[frame["device"] == "cpu"]
+    assert len(cpu) >= 3
+    # the work is done in the grandchildren: their ~2 x 2.5 CPU-seconds must show up
+    assert (cpu["cores_busy"] * 0.5).sum() > 1.5
+    if not any(frame["device"].str.startswith("gpu")):
+        assert sampler.message.startswith("GPU sampling off")
+
+
+def test_compare_phases_per_batch_and_overall():
+    before = pd.DataFrame({"phase": ["data_wait", "forward"], "seconds": [8.0, 2.0], "pct": [80, 20],
+                           "per_batch_ms": [80.0, 20.0]})
+    after = pd.DataFrame({"phase": ["data_wait", "forward"], "seconds": [1.0, 2.0], "pct": [33, 67],
+                          "per_batch_ms": [10.0, 20.0]})
+    table, unit = compare_phases(before, after)
+    assert unit == "ms per batch"
+    got = dict(zip(table["phase"], table["speedup"]))
+    assert got["data_wait"] == pytest.approx(8.0) and got["forward"] == pytest.approx(1.0)
+    assert got["overall"] == pytest.approx(100 / 30)
+    table, unit = compare_phases(before.assign(per_batch_ms=math.nan), after)
+    assert unit == "seconds" and dict(zip(table["phase"], table["speedup"]))["overall"] == pytest.approx(10 / 3)
+
+
+def test_knee_is_fewest_workers_within_five_percent():
+    results = pd.DataFrame({"workers": [0, 1, 2, 4, 8], "images_per_sec": [100, 300, 960, 1000, 990]})
+    assert pick_knee(results) == 2
+    assert pick_knee(results.assign(images_per_sec=[100, 300, 940, 1000, 990])) == 4
+    assert pick_knee(results.assign(images_per_sec=math.nan)) is None
+
+
+def test_best_of_repeats_keeps_whole_rows():
+    rows = [{"workers": 1, "cpus": 2, "images_per_sec": math.nan, "epoch_seconds": math.nan,
+             "status": "failed", "detail": "boom"},
+            {"workers": 1, "cpus": 2, "images_per_sec": 50.0, "epoch_seconds": 2.0, "status": "ok", "detail": "a"},
+            {"workers": 0, "cpus": 1, "images_per_sec": 40.0, "epoch_seconds": 3.0, "status": "ok", "detail": "b"}]
+    best = best_of_repeats(rows)
+    assert best.to_dict("records")[1] == rows[1] and list(best["workers"]) == [0, 1]
+
+
+def test_argument_helpers(tmp_path):
+    args = ["--epochs", "1", "--num-workers", "3", "--metrics-json=m.json", "--num-workers=4"]
+    assert flag_value(args, "--num-workers") == "4"
+    assert strip_flags(args, ("--num-workers", "--metrics-json")) == ["--epochs", "1"]
+    script = tmp_path / "s.py"
+    script.write_text("import argparse\np = argparse.ArgumentParser()\n"
+                      "p.add_argument('--num-workers', type=int, default=2)\n")
+    assert declared_default(script, "--num-workers") == 2
+    assert script_num_workers(script, [], cpus=8)[0] == 2
+    assert script_num_workers(script, ["--num-workers", "auto"], cpus=8)[0] == 7
+    assert output_stem("dir/train.py", {}) == "train"
+    assert output_stem("train.py", {"SLURM_JOB_ID": "42"}) == "42"
+    assert output_stem("train.py", {"SLURM_JOB_ID": "43", "SLURM_ARRAY_JOB_ID": "40",
+                                    "SLURM_ARRAY_TASK_ID": "3"}) == "43"
