@@ -30,7 +30,7 @@ demo: install
 
 # Debian packages the tests need besides Slurm (slurm-up installs Slurm's own).
 system-deps:
-	$(SUDO) bash jobs/sandbox/apt-install.sh chromium
+	$(SUDO) bash jobs/sandbox/apt-install.sh chromium shellcheck
 
 slurm-up:
 	$(SUDO) bash jobs/sandbox/slurm-up.sh

@@ -5,6 +5,8 @@ checker's idea of a valid --time / --mem is Slurm's.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -183,3 +185,14 @@ def test_checker_agrees_with_real_sbatch_on_time_and_memory(slurm, tmp_path):
                                  cwd=tmp_path, capture_output=True, text=True, timeout=30)
             slurm_accepts = "to start at" in out.stderr
             assert ours(value) == slurm_accepts, (option, value, out.stderr)
+
+
+def test_templates_and_job_library_pass_shellcheck(repo):
+    """Static shell check of everything a job sources or runs (shellcheck comes with `make test`)."""
+    if shutil.which("shellcheck") is None:
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail("shellcheck missing: `make system-deps` installs it", pytrace=False)
+        pytest.skip("shellcheck not installed (make system-deps)")
+    files = [str(repo / "jobs" / "lib" / "job.sh"), *map(str, TEMPLATES)]
+    out = subprocess.run(["shellcheck", "-s", "bash", *files], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout
