@@ -138,6 +138,14 @@ def test_sources_resolve_against_the_run_directory_and_missing_ones_are_notes(tm
 
 
 # --------------------------------------------------------------------------- job facts
+def test_never_asks_the_machine_for_its_core_count(monkeypatch):
+    def forbidden() -> int:
+        raise AssertionError("os.cpu_count() counts the node, not the job")
+    monkeypatch.setattr(os, "cpu_count", forbidden)
+    from profiling.resources import read_environment
+    assert job_facts(environment=read_environment()).cpus == len(os.sched_getaffinity(0))
+
+
 def test_job_facts_order_of_trust():
     env = Environment(env={"SLURM_CPUS_PER_TASK": "4", "CUDA_VISIBLE_DEVICES": "0,1"}, affinity=64,
                       node_text="NodeName=g1 CPUTot=96 CPUAlloc=4 Gres=gpu:a100:8(S:0-1) State=MIXED")
@@ -334,3 +342,23 @@ def test_cli_report_output_dir_writes_files_and_prints_the_format(tmp_path, caps
     assert printed.startswith("# Profile report") and "#SBATCH --cpus-per-task=4" in printed
     assert {"train.report.txt", "train.report.md", "train.report.json", "train.lines.csv",
             "train.report.html"} <= {p.name for p in (tmp_path / "out").iterdir()}
+
+
+@pytest.mark.slurm
+def test_report_inside_a_slurm_job_reads_the_allocation_and_the_node(tmp_path, slurm, python_exe, repo):
+    """In a real job: CPUs from SLURM_CPUS_PER_TASK, GPUs from the GRES, cores per GPU from scontrol."""
+    path = _fixture(tmp_path, 1e-9, MODULE_5X)  # loader-bound: 9 ms waiting, 1.65 ms computing
+    out = tmp_path / "report.json"
+    job = slurm.submit("--cpus-per-task=1", "--gres=gpu:1", "--time=5", f"--output={tmp_path / 'job.out'}",
+                       f"--chdir={repo}", "--wrap",
+                       f"{python_exe} -m profiling report {path} --num-workers 1 --format json > {out}")
+    slurm.wait(job)
+    node = subprocess.run(["scontrol", "show", "node"], capture_output=True, text=True, timeout=30).stdout
+    data = json.loads(out.read_text())
+    facts, advice = data["facts"], data["advice"]
+    assert (facts["cpus"], facts["gpus"], facts["requested"]) == (1, 1, True)
+    assert facts["cores_per_gpu"] == cores_per_gpu_of(node)
+    # the model wants ceil(1 x (9 + 1.65) / 1.65) + 1 = 8 workers, i.e. 9 CPUs; the ceiling is the
+    # node's share per GPU (1 on the 2-CPU, 2-GPU sandbox node)
+    assert advice["cpus_per_task"] == min(max(1, facts["cores_per_gpu"]), 9)
+    assert advice["edits"][0] == f"#SBATCH --cpus-per-task={advice['cpus_per_task']}"
