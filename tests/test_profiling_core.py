@@ -143,7 +143,8 @@ def test_never_asks_the_machine_for_its_core_count(monkeypatch):
         raise AssertionError("os.cpu_count() counts the node, not the job")
     monkeypatch.setattr(os, "cpu_count", forbidden)
     from profiling.resources import read_environment
-    assert job_facts(environment=read_environment()).cpus == len(os.sched_getaffinity(0))
+    expected = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)))
+    assert job_facts(environment=read_environment()).cpus == expected
 
 
 def test_job_facts_order_of_trust():
