@@ -21,7 +21,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from line_profiler import profile  # a no-op unless run under `kernprof -l` (or LINE_PROFILE=1)
 from torch.optim.lr_scheduler import StepLR
-from torch.utils.data import DataLoader, Dataset, RandomSampler, Subset
+from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
 from torchvision import datasets, transforms
 
 import synthetic_digits
@@ -290,8 +290,12 @@ class ResidentLoader:
 
 
 def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
-                 device: torch.device) -> tuple[DataLoader | ResidentLoader, DataLoader | ResidentLoader]:
-    """DataLoaders built from the flags, or ResidentLoaders with --gpu-resident."""
+                 device: torch.device, train_sampler: Sampler | None = None,
+                 ) -> tuple[DataLoader | ResidentLoader, DataLoader | ResidentLoader]:
+    """DataLoaders built from the flags, or ResidentLoaders with --gpu-resident.
+
+    train_sampler replaces the seeded shuffle (the DDP lesson passes a DistributedSampler).
+    """
     if args.gpu_resident:
         return (ResidentLoader(train_ds, args.batch_size, device, True, args.seed, args.channels_last),
                 ResidentLoader(test_ds, args.test_batch_size, device, False, channels_last=args.channels_last))
@@ -303,7 +307,8 @@ def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
             common["prefetch_factor"] = args.prefetch_factor
     # The loader draws worker seeds from its own generator, not the global one that dropout uses.
     worker_seeds = torch.Generator().manual_seed(args.seed)
-    return (DataLoader(train_ds, batch_size=args.batch_size, sampler=shuffled(train_ds, args.seed),
+    order = shuffled(train_ds, args.seed) if train_sampler is None else train_sampler
+    return (DataLoader(train_ds, batch_size=args.batch_size, sampler=order,
                        generator=worker_seeds, **common),
             DataLoader(test_ds, batch_size=args.test_batch_size, shuffle=False, **common))
 

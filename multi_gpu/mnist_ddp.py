@@ -1,0 +1,215 @@
+"""Lesson 6: lesson 1's MNIST on several GPUs with DistributedDataParallel, safe to preempt.
+
+The model, data, train() and test() are lesson 1's (mnist_classify.py). What changes:
+
+1. each process finds its rank from the launcher (torchrun, plain srun, or none) and joins a
+   process group: NCCL on GPUs, gloo on CPUs;
+2. ``--batch-size`` is the GLOBAL batch: each of the N processes trains on batch/N images a step;
+3. a DistributedSampler gives every process its own share of each epoch (``set_epoch`` reshuffles);
+4. the model is wrapped in DDP, which averages the gradients across processes in backward();
+5. rank 0 alone evaluates, prints and writes the metrics, after summing the ranks' numbers;
+6. with ``--checkpoint-dir`` it checkpoints, resumes, and stops cleanly on SIGUSR1/SIGTERM.
+
+    python multi_gpu/mnist_ddp.py --synthetic --epochs 1                   # one process
+    torchrun --standalone --nproc_per_node=2 multi_gpu/mnist_ddp.py --synthetic
+    srun --ntasks-per-node=2 python multi_gpu/mnist_ddp.py --synthetic      # inside a job
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.optim as optim
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.optim.lr_scheduler import StepLR
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file from anywhere
+import mnist_classify as lesson1  # noqa: E402
+from multi_gpu import dist_env  # noqa: E402
+from multi_gpu.preemption import PreemptionGuard, requeue_slurm_job, shield_workers  # noqa: E402
+from multi_gpu.resumable import (  # noqa: E402
+    CheckpointHook, RestoreRngOnIter, ResumeError, add_checkpoint_args, gather_objects,
+    restore_rng_now, resume, unwrap)
+from multi_gpu.sampler import ResumableDistributedSampler  # noqa: E402
+
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: "try again"; a wrapper loop reruns the command to resume
+
+
+def build_parser():
+    parser = lesson1.build_parser()
+    parser.description = ("Lesson 1's MNIST with DistributedDataParallel. --batch-size is the "
+                          "global batch, split evenly over the processes.")
+    return add_checkpoint_args(parser)
+
+
+def check_args(parser, args, world_size: int) -> None:
+    """Refuse what cannot work, with one line and exit 2, before any process group exists."""
+    if args.no_cuda:
+        args.device = "cpu"
+    if args.batch_size % world_size:
+        lower = args.batch_size - args.batch_size % world_size
+        parser.error(f"--batch-size {args.batch_size} is the global batch and must divide evenly "
+                     f"over {world_size} processes (try {lower or world_size} or "
+                     f"{lower + world_size})")
+    if args.gpu_resident:
+        parser.error("--gpu-resident is lesson 1's single-GPU path; the DDP script needs the "
+                     "DataLoader with a DistributedSampler")
+
+
+def params_digest(model: torch.nn.Module) -> str:
+    """A fingerprint of the weights: DDP keeps it equal on every rank."""
+    digest = hashlib.sha256()
+    for name, tensor in unwrap(model).state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    dist = dist_env.read_env()
+    check_args(parser, args, dist.world_size)
+    if not dist.is_main:  # one copy of the training log is enough; ranks speak on stderr
+        sys.stdout = open(os.devnull, "w")
+    try:
+        device = lesson1.resolve_device(args.device)
+        if device.type == "cuda":
+            device = torch.device("cuda", dist.local_rank % torch.cuda.device_count())
+            torch.cuda.set_device(device)
+        lesson1.print_context(lesson1.run_context(args, device))
+        torch.manual_seed(args.seed)
+        train_ds, test_ds = lesson1.load_datasets(args)
+    except lesson1.SetupError as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        return 2
+    dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
+    print(f"[rank {dist.rank}/{dist.world_size}] launcher={dist.launcher} pid={os.getpid()} "
+          f"device={device}", file=sys.stderr, flush=True)
+
+    local_args = copy.copy(args)  # lesson 1's loaders and train() see the per-process batch
+    local_args.batch_size = args.batch_size // dist.world_size
+    sampler = ResumableDistributedSampler(train_ds, num_replicas=dist.world_size, rank=dist.rank,
+                                          shuffle=True, seed=args.seed)
+    train_loader, test_loader = lesson1.make_loaders(local_args, train_ds, test_ds, device,
+                                                     train_sampler=sampler)
+
+    net = lesson1.Net().to(device)
+    if args.channels_last:
+        net = net.to(memory_format=torch.channels_last)
+    model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None)
+    if args.compile:
+        model = torch.compile(model)
+    optimizer = optim.Adadelta(net.parameters(), lr=args.lr)
+    scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
+    torch.manual_seed(args.seed + dist.rank)  # same weights everywhere, own dropout per rank
+
+    hook, rng_state, resumed_from = None, None, None
+    if args.checkpoint_dir is not None:
+        guard = PreemptionGuard().install()
+        shield_workers(train_loader)
+        shield_workers(test_loader)
+        hook = CheckpointHook(args.checkpoint_dir, args.checkpoint_every, args.keep_checkpoints,
+                              model, optimizer, scheduler, dist, device, guard)
+        try:
+            resumed = resume(args.checkpoint_dir, model, optimizer, scheduler, dist)
+        except ResumeError as exc:
+            print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+            return 2
+        hook.progress, rng_state = resumed.progress, resumed.rng_state
+        if resumed.path is not None:
+            resumed_from = str(resumed.path)
+            print(f"resumed from {resumed.path} (epoch {resumed.progress.epoch}, step "
+                  f"{resumed.progress.step_in_epoch} of the epoch, {resumed.progress.global_step} "
+                  "in total)", flush=True)
+    first_epoch = hook.progress.epoch if hook else 1
+    print(f"training started: {dist.world_size} process(es), global batch {args.batch_size}, "
+          f"{local_args.batch_size} per process", flush=True)
+
+    totals = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0}
+    epoch_seconds, test_loss, accuracy, finished_loop = [], float("nan"), float("nan"), True
+    for epoch in range(first_epoch, args.epochs + 1):
+        sampler.set_epoch(epoch)
+        if hook is not None:
+            start_step = hook.progress.step_in_epoch if epoch == first_epoch else 0
+            sampler.skip(start_step * local_args.batch_size)
+            hook.begin_epoch(epoch, start_step)
+        stats = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0, "stopped": False}
+        if len(sampler) == 0:  # resumed after the epoch's last step: nothing left to train
+            restore_rng_now(rng_state, device)
+        else:
+            left = None if args.max_steps is None else args.max_steps - totals["steps"]
+            stats = lesson1.train(local_args, model, device, RestoreRngOnIter(train_loader, rng_state, device),
+                                  optimizer, epoch, step_hook=hook, max_steps=left)
+        rng_state = None
+        ranks = gather_objects(stats, dist)
+        epoch_seconds.append(max(s["seconds"] for s in ranks))
+        totals["seconds"] += epoch_seconds[-1]
+        totals["steps"] += stats["steps"]
+        totals["images"] += sum(s["images"] for s in ranks)
+        totals["data_wait_seconds"] += sum(s["data_wait_seconds"] for s in ranks) / dist.world_size
+        if hook is not None and hook.preempted:
+            finished_loop = False
+            break
+        if stats["stopped"]:  # --max-steps ended the run inside this epoch
+            finished_loop = False
+            if hook is not None:
+                hook.save()
+        if dist.is_main:
+            test_loss, accuracy = lesson1.test(net, device, test_loader, amp=args.amp,
+                                               channels_last=args.channels_last)
+        if stats["stopped"]:
+            break
+        scheduler.step()
+        if hook is not None and hook.stop_requested():  # a signal that came during test()
+            hook.begin_epoch(epoch + 1, 0)
+            hook.save()
+            hook.preempted, finished_loop = True, False
+            break
+
+    if hook is not None and finished_loop and first_epoch <= args.epochs:
+        hook.begin_epoch(args.epochs + 1, 0)
+        hook.save(finished=True)
+    print(f"[rank {dist.rank}/{dist.world_size}] parameters sha256={params_digest(model)}",
+          file=sys.stderr, flush=True)
+
+    preempted = hook is not None and hook.preempted
+    requeued = False
+    if preempted and dist.is_main:
+        print(f"preempted ({hook.guard.signal_name or 'signal on another rank'}): checkpoint "
+              f"saved in {args.checkpoint_dir}; run the same command again to resume", flush=True)
+        requeued = args.requeue and requeue_slurm_job()
+    if preempted:  # every rank exits with the same code
+        requeued = gather_objects(requeued, dist)[0]
+    if dist.is_main and args.metrics_json is not None:
+        seconds = totals["seconds"] or float("nan")
+        guard = hook.guard if hook else None
+        lesson1.write_json(args.metrics_json, {
+            "images_per_sec": totals["images"] / seconds,
+            "images_per_sec_per_process": totals["images"] / seconds / dist.world_size,
+            "epoch_seconds": epoch_seconds, "data_wait_seconds": totals["data_wait_seconds"],
+            "test_loss": test_loss, "test_accuracy": accuracy, "steps": totals["steps"],
+            "train_images": totals["images"], "world_size": dist.world_size,
+            "global_batch_size": args.batch_size, "local_batch_size": local_args.batch_size,
+            "launcher": dist.launcher, "resumed_from": resumed_from, "preempted": preempted,
+            "requeued": requeued, "checkpoint_seconds": hook.save_seconds if hook else [],
+            "signal": guard.signal_name if guard else None,
+            "signal_to_exit_seconds": (time.monotonic() - guard.received_at)
+            if guard and guard.received_at else None,
+            "settings": {**lesson1.settings(local_args, device, lesson1.run_context(args, device),
+                                            train_ds, test_ds),
+                         "batch_size": args.batch_size, "world_size": dist.world_size,
+                         "backend": "nccl" if device.type == "cuda" else "gloo"}})
+    dist_env.destroy_process_group()
+    if preempted and not requeued:
+        return EXIT_PREEMPTED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

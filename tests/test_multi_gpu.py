@@ -1,0 +1,211 @@
+"""multi_gpu/: launcher detection, the resumable sampler, checkpoint files, and real DDP runs.
+
+Every DDP test starts real processes (torchrun or srun, gloo on the CPU) on a tiny generated
+MNIST subset, so each process is mostly the cost of importing torch.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from multi_gpu import checkpoint, dist_env
+from multi_gpu.sampler import ResumableDistributedSampler
+from ddp_helpers import SCRIPT, Proc, data_dir, small_args, subprocess_env  # noqa: F401
+
+RANK_LINE = re.compile(r"\[rank (\d+)/(\d+)\] parameters sha256=([0-9a-f]{64})")
+LAUNCH_LINE = re.compile(r"\[rank (\d+)/(\d+)\] launcher=(\w+) pid=(\d+)")
+
+
+# ----------------------------------------------------------------------------- launcher detection
+SLURM_VARS = ("SLURM_STEP_ID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_ID",
+              "SLURM_JOB_NODELIST", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "RANK",
+              "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_JOB_NUM_NODES")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in SLURM_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_no_launcher_is_one_process(clean_env):
+    env = dist_env.read_env()
+    assert (env.rank, env.world_size, env.launcher) == (0, 1, "none")
+
+
+def test_torchrun_variables_win(clean_env):
+    for k, v in {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "n1",
+                 "MASTER_PORT": "1234", "SLURM_STEP_ID": "0", "SLURM_PROCID": "0",
+                 "SLURM_JOB_ID": "9"}.items():
+        clean_env.setenv(k, v)
+    env = dist_env.read_env()
+    assert (env.rank, env.local_rank, env.world_size, env.launcher) == (3, 1, 4, "torchrun")
+    assert (env.master_addr, env.master_port) == ("n1", 1234)
+
+
+def test_srun_step_reads_slurm(clean_env):
+    for k, v in {"SLURM_STEP_ID": "0", "SLURM_PROCID": "3", "SLURM_LOCALID": "1",
+                 "SLURM_NTASKS": "4", "SLURM_JOB_ID": "4242",
+                 "SLURM_JOB_NODELIST": "gpu[07-08]"}.items():
+        clean_env.setenv(k, v)
+    env = dist_env.read_env()
+    assert (env.rank, env.local_rank, env.world_size, env.launcher) == (3, 1, 4, "srun")
+    assert env.master_addr == "gpu07"  # what `scontrol show hostnames gpu[07-08] | head -1` says
+    assert env.master_port == dist_env.master_port_for_job("4242")
+    assert 20000 <= env.master_port <= 60000
+
+
+def test_array_tasks_get_their_own_port(clean_env):
+    ports = set()
+    for task in ("0", "1", "2"):
+        for k, v in {"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_NTASKS": "2",
+                     "SLURM_JOB_ID": str(500 + int(task)), "SLURM_ARRAY_JOB_ID": "500",
+                     "SLURM_ARRAY_TASK_ID": task, "SLURM_JOB_NODELIST": "vm"}.items():
+            clean_env.setenv(k, v)
+        ports.add(dist_env.read_env().master_port)
+    assert len(ports) == 3
+
+
+def test_batch_step_is_not_a_rank(clean_env):
+    # The batch script itself has SLURM_PROCID=0 and SLURM_NTASKS=2 but no SLURM_STEP_ID:
+    # treating it as rank 0 of 2 would hang waiting for a rank 1 that never starts.
+    for k, v in {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "7"}.items():
+        clean_env.setenv(k, v)
+    assert dist_env.read_env().world_size == 1
+
+
+# ----------------------------------------------------------------------------- sampler
+def test_sampler_skip_resumes_the_same_order():
+    data = list(range(50))
+    full = ResumableDistributedSampler(data, num_replicas=2, rank=1, seed=5)
+    full.set_epoch(3)
+    order = list(full)
+    resumed = ResumableDistributedSampler(data, num_replicas=2, rank=1, seed=5)
+    resumed.set_epoch(3)
+    resumed.skip(8)
+    assert list(resumed) == order[8:] and len(resumed) == len(order) - 8
+    resumed.set_epoch(4)  # a new epoch starts from its beginning again
+    assert len(resumed) == len(order)
+
+
+# ----------------------------------------------------------------------------- checkpoint files
+def _state(step: int) -> dict:
+    return {"model": {"w": torch.full((3,), float(step))}, "epoch": 1, "step_in_epoch": step,
+            "rng": [checkpoint.capture_rng(torch.device("cpu"))]}
+
+
+def test_checkpoint_roundtrip_and_rng(tmp_path):
+    torch.manual_seed(0)
+    path = checkpoint.save(_state(4), tmp_path, 4)
+    expected = torch.rand(5)
+    state = checkpoint.load(path)  # weights_only=True: only tensors and plain values inside
+    checkpoint.restore_rng(state["rng"][0], torch.device("cpu"))
+    assert torch.equal(torch.rand(5), expected)
+    assert json.loads(path.with_suffix(".json").read_text())["sha256"] == \
+        hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("damage", ["flip-a-byte", "truncate", "no-manifest"])
+def test_damaged_newest_falls_back_with_a_warning(tmp_path, damage):
+    checkpoint.save(_state(4), tmp_path, 4)
+    newest = checkpoint.save(_state(8), tmp_path, 8)
+    data = bytearray(newest.read_bytes())
+    if damage == "flip-a-byte":
+        data[len(data) // 2] ^= 0xFF
+        newest.write_bytes(bytes(data))
+    elif damage == "truncate":
+        newest.write_bytes(bytes(data[: len(data) // 3]))
+    else:
+        newest.with_suffix(".json").unlink()
+    with pytest.warns(UserWarning, match="skipping damaged checkpoint .*ckpt-000000008"):
+        found = checkpoint.find_latest_valid(tmp_path)
+    assert found == checkpoint.checkpoint_path(tmp_path, 4)
+    assert torch.equal(checkpoint.load(found)["model"]["w"], torch.full((3,), 4.0))
+
+
+def test_keep_prunes_old_checkpoints_and_leftovers(tmp_path):
+    for step in (1, 2, 3):
+        checkpoint.save(_state(step), tmp_path, step)
+    (tmp_path / ".ckpt-000000004.pt.tmp-999").write_bytes(b"half")
+    checkpoint.remove_stale(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ckpt-000000002.json", "ckpt-000000002.pt", "ckpt-000000003.json", "ckpt-000000003.pt"]
+
+
+# ----------------------------------------------------------------------------- real runs
+def test_global_batch_must_divide_world_size(python_exe, repo, data_dir, tmp_path):
+    # Exactly the variables torchrun gives rank 0 of 2; the check runs before any rendezvous.
+    env = subprocess_env({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"})
+    args = small_args(data_dir, batch_size=15)
+    out = subprocess.run([python_exe, str(SCRIPT), *args], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "--batch-size 15 is the global batch and must divide evenly over 2 processes" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def _assert_two_equal_ranks(out: subprocess.CompletedProcess, launcher: str, metrics) -> dict:
+    """Both ranks report the same parameter fingerprint, and came from the expected launcher."""
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    digests = {int(m.group(1)): m.group(3) for m in RANK_LINE.finditer(out.stderr)}
+    assert sorted(digests) == [0, 1] and digests[0] == digests[1], out.stderr
+    assert {m.group(3) for m in LAUNCH_LINE.finditer(out.stderr)} == {launcher}
+    result = json.loads(metrics.read_text())
+    assert result["launcher"] == launcher and result["world_size"] == 2
+    return result
+
+
+def test_torchrun_two_processes_end_with_equal_parameters(python_exe, repo, data_dir, tmp_path):
+    metrics = tmp_path / "metrics.json"
+    cmd = [python_exe, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           str(SCRIPT), *small_args(data_dir, epochs=1), "--metrics-json", str(metrics)]
+    out = subprocess.run(cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True,
+                         text=True, timeout=240)
+    result = _assert_two_equal_ranks(out, "torchrun", metrics)
+    assert result["local_batch_size"] == 8
+    assert result["train_images"] == 256 and result["steps"] == 16
+    assert result["settings"]["backend"] == "gloo"
+
+
+@pytest.mark.slurm
+def test_srun_two_tasks_end_with_equal_parameters(slurm, python_exe, repo, data_dir, tmp_path):
+    metrics = tmp_path / "metrics.json"
+    cmd = ["srun", "--ntasks=2", "--cpus-per-task=1", "--time=5", "--job-name=ddp-test",
+           python_exe, str(SCRIPT), *small_args(data_dir, epochs=1), "--metrics-json", str(metrics)]
+    out = subprocess.run(cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True,
+                         text=True, timeout=300)
+    _assert_two_equal_ranks(out, "srun", metrics)
+
+
+def test_kill_9_during_a_save_keeps_the_previous_checkpoint(python_exe, data_dir, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    args = [*small_args(data_dir, epochs=1), "--checkpoint-dir", str(ckpt), "--checkpoint-every", "4"]
+    proc = Proc([python_exe, str(SCRIPT), *args], tmp_path,
+                subprocess_env({checkpoint.SLOW_SAVE_ENV: "1.5"}))
+    try:
+        proc.wait_for_path(ckpt / "ckpt-000000004.json", timeout=120)
+        tmp = proc.wait_for_glob(ckpt, ".ckpt-000000008.pt.tmp-*", timeout=60)
+        time.sleep(0.5)  # well inside the slowed-down write of the second checkpoint
+        assert tmp.exists()
+        os.killpg(proc.popen.pid, signal.SIGKILL)
+    finally:
+        rc, _ = proc.finish(timeout=30)
+    assert rc == -signal.SIGKILL
+    assert checkpoint.find_latest_valid(ckpt) == checkpoint.checkpoint_path(ckpt, 4)
+    assert checkpoint.load(checkpoint.checkpoint_path(ckpt, 4))["global_step"] == 4
+    # The real resume path picks it up and removes the half-written file.
+    out = subprocess.run([python_exe, str(SCRIPT), *args], cwd=tmp_path, env=subprocess_env(),
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"resumed from {ckpt / 'ckpt-000000004.pt'}" in out.stdout
+    assert not list(ckpt.glob(".ckpt-*"))
