@@ -19,12 +19,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
-from line_profiler import profile  # a no-op unless run under `kernprof -l` (or LINE_PROFILE=1)
 from torch.optim.lr_scheduler import StepLR
 from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
 from torchvision import datasets, transforms
 
 import synthetic_digits
+
+try:  # line_profiler's `profile` is a no-op unless the script runs under `kernprof -l` (or LINE_PROFILE=1)
+    from line_profiler import profile
+except ImportError:  # a bare torch environment can still run the lesson, just not profile it
+    def profile(func):
+        return func
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 FULL_TRAIN, FULL_TEST = 60_000, 10_000
