@@ -16,6 +16,7 @@ import pandas as pd
 
 from profiling.plots import PHASE_COLOURS, new_figure
 from profiling.records import PHASES, ProfileError, Report
+from profiling.render import _md_table
 
 COLUMNS = ("phase", "before", "after", "speedup")
 
@@ -32,7 +33,7 @@ def compare_phases(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFr
     b = before.set_index("phase")[column]
     a = after.set_index("phase")[column]
     order = [p for p in PHASES if p in b.index or p in a.index]
-    order += sorted(set(b.index) | set(a.index) - set(order))
+    order += sorted((set(b.index) | set(a.index)) - set(order))
     table = pd.DataFrame({"phase": order,
                           "before": [float(b.get(p, 0.0)) for p in order],
                           "after": [float(a.get(p, 0.0)) for p in order]})
@@ -90,7 +91,9 @@ def compare_command(args: argparse.Namespace) -> int:
                           "phases": json.loads(table.to_json(orient="records"))}, indent=2))
     elif fmt == "md":
         print(f"Compared in {unit}; speedup = before / after.\n")
-        print(table.to_markdown(index=False, floatfmt=".3f") if _has_tabulate() else table.to_string(index=False))
+        rows = [[r.phase, f"{r.before:.3f}", f"{r.after:.3f}", f"{r.speedup:.2f}x" if math.isfinite(r.speedup) else "-"]
+                for r in table.itertuples()]
+        print("\n".join(_md_table(COLUMNS, rows)))
     else:
         print(format_text(table, unit, args.before, args.after))
     if args.output_dir is not None:
@@ -102,11 +105,3 @@ def compare_command(args: argparse.Namespace) -> int:
         png = plot_compare(table, unit, out / f"{stem}.compare.png")
         print(f"wrote {out / (stem + '.compare.csv')}, {out / (stem + '.compare.txt')} and {png}")
     return 0
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401  (pandas' to_markdown needs it)
-    except ImportError:
-        return False
-    return True

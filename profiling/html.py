@@ -29,8 +29,8 @@ img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 table.meta th { text-align: left; } table.meta td { text-align: left; font-family: ui-monospace, monospace; }
 """
 
-META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "exit_code", "num_workers",
-             "cpus", "gpus", "slurm")
+# Run metadata shown at the top (CPUs, GPUs and workers come from `report.facts` instead).
+META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "wall_seconds", "exit_code", "slurm")
 
 
 def _esc(value: object) -> str:
@@ -69,7 +69,7 @@ def _meta_section(report: Report) -> str:
             ("num_workers (profiled)", facts.num_workers if facts.num_workers is not None else "unknown")]
     if facts.source:
         rows.append(("counts from", facts.source))
-    rows += [(key, report.meta[key]) for key in META_KEYS if key in report.meta]
+    rows += [(key, report.meta[key]) for key in META_KEYS if report.meta.get(key) not in (None, "", [], {})]
     return "<table class='meta'>" + "".join(
         f"<tr><th>{_esc(k)}</th><td>{_esc(' '.join(map(str, v)) if isinstance(v, list) else v)}</td></tr>"
         for k, v in rows
@@ -79,7 +79,7 @@ def _meta_section(report: Report) -> str:
 def _table(frame: pd.DataFrame, css_class: str) -> str:
     """pandas' HTML table (escaped), with any `source` column shown as code."""
     table = frame.to_html(index=False, escape=True, border=0, na_rep="", classes=css_class,
-                          float_format="{:.4g}".format)
+                          float_format="{:.3f}".format)
     if "source" not in frame.columns:
         return table
     nth = list(frame.columns).index("source") + 1
