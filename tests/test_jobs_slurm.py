@@ -159,9 +159,9 @@ def test_sweep_array_refuses_an_array_that_does_not_match_the_settings(ctx):
 
 # ---------------------------------------------------------------- lesson 5: DDP on one node
 def test_ddp_node_srun_and_torchrun_variants_train_two_ranks(ctx):
-    srun_job = submit(ctx, "--cpus-per-task=1", template(ctx["repo"], "ddp-node.sbatch"), *TINY, "--max-steps", "3")
+    srun_job = submit(ctx, "--cpus-per-task=1", "--mem=4G", template(ctx["repo"], "ddp-node.sbatch"), *TINY, "--max-steps", "3")
     wait_gone([srun_job], timeout=240)
-    torchrun_job = submit(ctx, "--cpus-per-task=2", template(ctx["repo"], "ddp-node-torchrun.sbatch"),
+    torchrun_job = submit(ctx, "--cpus-per-task=2", "--mem=4G", template(ctx["repo"], "ddp-node-torchrun.sbatch"),
                           *TINY, "--max-steps", "3")
     wait_gone([torchrun_job], timeout=240)
     for job, name, folder, launcher in ((srun_job, "mnist-ddp", "ddp", "srun"),
@@ -208,6 +208,7 @@ def test_many_node_rendezvous_with_two_torchrun_nodes_on_localhost(ctx):
     (bin_dir / "srun").write_text(FAKE_SRUN)
     (bin_dir / "srun").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DLKIT_SITE_ENV": str(ctx["site"]),
+           "DLKIT_ROOT": str(ctx["repo"]),
            "SLURM_JOB_ID": "54321", "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_NUM_NODES": "2",
            "SLURM_NNODES": "2", "SLURM_CPUS_PER_TASK": "1", "SLURM_GPUS_ON_NODE": "1",
            "SLURM_SUBMIT_DIR": str(ctx["cwd"])}
