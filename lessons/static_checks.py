@@ -76,7 +76,9 @@ def _sbatch_problems(words: list[str], root: Path, env: dict[str, str]) -> list[
         code, out = _run([sys.executable, "-m", "jobs", "check", script], root, env)
         if code != 0:
             problems.append(f"python -m jobs check {script}: exit {code}: {out}")
-    options = _without_site_options([o for o in options if o not in ("--wait", "-W", "--parsable")])
+    # Values only the real run knows (a job id in --dependency=afterany:$array) cannot be tested.
+    options = _without_site_options([o for o in options
+                                     if o not in ("--wait", "-W", "--parsable") and "$" not in o])
     code, out = _run(["sbatch", "--test-only", *options, script], root, env, timeout=30)
     if code != 0 and any(msg in out for msg in _TOO_BIG):
         # Valid, but cluster-sized: the same directives, shrunk to fit, must still be accepted.

@@ -121,6 +121,25 @@ def test_a_cluster_block_with_a_renamed_flag_or_a_missing_file_fails(tmp_path: P
         runner.run_lesson(lesson, tmp_path, sys.executable, log=lambda _: None)
 
 
+@pytest.mark.slurm
+def test_cluster_sized_job_scripts_are_checked_shrunk_but_bad_options_fail(slurm: object, tmp_path: Path) -> None:
+    """A 2-node request cannot run on the sandbox, yet its directives must still be accepted."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "big.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n"
+        "#SBATCH --cpus-per-task=16\n#SBATCH --mem=64G\n#SBATCH --time=00:30:00\nsrun true\n")
+    lesson = tmp_path / "06-demo.md"
+    lesson.write_text("```bash cluster\nsbatch --partition gpu --account proj jobs/big.sbatch\n```\n")
+    env = runner.learner_env(tmp_path, sys.executable)
+    from lessons.static_checks import static_problems
+    block = extract(lesson)[0]
+    problems = static_problems(block, tmp_path, env)
+    assert problems == ["the job checker (python -m jobs check) is not in the kit yet"]
+    lesson.write_text("```bash cluster\nsbatch --gpus-per-nodes=4 jobs/big.sbatch\n```\n")
+    problems = static_problems(extract(lesson)[0], tmp_path, env)
+    assert any("unrecognized option" in p for p in problems), problems
+
+
 def test_diff_prints_one_function_and_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a.py").write_text("def f():\n    return 1\n\ndef g():\n    pass\n")
     (tmp_path / "b.py").write_text("import os\n\ndef f():\n    return 2\n")
