@@ -199,9 +199,18 @@ def test_compute_bound_profile_gets_no_more_workers():
     assert "too_many_cpus" in asked.fired_rules  # a job that asked for 16 CPUs keeps 3 busy
 
 
+def test_a_wait_no_worker_can_remove_does_not_ask_for_more_workers():
+    """After applying the advice, a re-profile must not ask for more workers again and again."""
+    advice = advise(_loop(0.2, 1.7), JobFacts(cpus=16, gpus=1, num_workers=8))  # 10.5% of a step
+    assert advice.num_workers == 8 and {"handoff_only", "compute_bound"} <= set(advice.fired_rules)
+    starving = advise(_loop(2.0, 1.7), JobFacts(cpus=16, gpus=1, num_workers=8))
+    assert starving.num_workers == 15  # ceil(8 x 3.7 / 1.7) + 1 = 19, capped at 16 - 1
+
+
 def test_threshold_is_the_data_wait_share():
-    just_below = advise(_loop(LOADER_BOUND * 0.9, 1 - LOADER_BOUND * 0.9), JobFacts(16, 1, 1))
-    just_above = advise(_loop(LOADER_BOUND * 1.1, 1 - LOADER_BOUND * 1.1), JobFacts(16, 1, 1))
+    step_ms = 20.0  # long enough that the waits are well above the hand-over allowance
+    just_below = advise(_loop(step_ms * LOADER_BOUND * 0.9, step_ms * (1 - LOADER_BOUND * 0.9)), JobFacts(16, 1, 1))
+    just_above = advise(_loop(step_ms * LOADER_BOUND * 1.1, step_ms * (1 - LOADER_BOUND * 1.1)), JobFacts(16, 1, 1))
     assert just_below.num_workers == 1 and just_above.num_workers > 1
 
 
