@@ -274,22 +274,21 @@ class ResidentLoader:
     the same arithmetic as ToTensor + Normalize, so both paths feed the model the same values.
     """
 
-    def __init__(self, ds: Dataset, batch_size: int, device: torch.device, shuffle: bool,
-                 seed: int = 0, channels_last: bool = False) -> None:
+    def __init__(self, ds: Dataset, batch_size: int, device: torch.device, sampler: Sampler | None = None,
+                 channels_last: bool = False) -> None:
         images, labels = _uint8_tensors(ds)
         x = images.to(device).unsqueeze(1).float().div(255).sub(MNIST_MEAN).div(MNIST_STD)
         self.images = x.contiguous(memory_format=torch.channels_last) if channels_last else x
         self.labels = labels.to(device)
         self.dataset = self.images  # len(loader.dataset) works as with a DataLoader
-        self.batch_size = batch_size
-        self.sampler = shuffled(self.labels, seed) if shuffle else None
+        self.batch_size, self.sampler = batch_size, sampler  # no sampler: the stored order
 
     def __len__(self) -> int:
-        return -(-len(self.labels) // self.batch_size)
+        return -(-len(self.sampler if self.sampler is not None else self.labels) // self.batch_size)
 
     def __iter__(self):
         # One index copy per epoch; the per-step gathers then run on the device without a sync.
-        order = torch.tensor(list(self.sampler)) if self.sampler else torch.arange(len(self.labels))
+        order = torch.arange(len(self.labels)) if self.sampler is None else torch.tensor(list(self.sampler))
         for idx in order.to(self.labels.device).split(self.batch_size):
             yield self.images[idx], self.labels[idx]
 
@@ -301,9 +300,10 @@ def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
 
     train_sampler replaces the seeded shuffle (the DDP lesson passes a DistributedSampler).
     """
+    order = shuffled(train_ds, args.seed) if train_sampler is None else train_sampler
     if args.gpu_resident:
-        return (ResidentLoader(train_ds, args.batch_size, device, True, args.seed, args.channels_last),
-                ResidentLoader(test_ds, args.test_batch_size, device, False, channels_last=args.channels_last))
+        return (ResidentLoader(train_ds, args.batch_size, device, order, args.channels_last),
+                ResidentLoader(test_ds, args.test_batch_size, device, None, args.channels_last))
     workers = resolve_num_workers(args.num_workers)
     common = {"num_workers": workers, "pin_memory": effective_pin_memory(args, device)}
     if workers > 0:
@@ -312,9 +312,7 @@ def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
             common["prefetch_factor"] = args.prefetch_factor
     # The loader draws worker seeds from its own generator, not the global one that dropout uses.
     worker_seeds = torch.Generator().manual_seed(args.seed)
-    order = shuffled(train_ds, args.seed) if train_sampler is None else train_sampler
-    return (DataLoader(train_ds, batch_size=args.batch_size, sampler=order,
-                       generator=worker_seeds, **common),
+    return (DataLoader(train_ds, batch_size=args.batch_size, sampler=order, generator=worker_seeds, **common),
             DataLoader(test_ds, batch_size=args.test_batch_size, shuffle=False, **common))
 
 
@@ -432,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         device = resolve_device(args.device)
         ctx = run_context(args, device)
         print_context(ctx)
+        if args.metrics_json is not None and args.metrics_json.is_dir():
+            raise SetupError(f"--metrics-json {args.metrics_json} is a directory; give a file name")
         torch.manual_seed(args.seed)
         train_ds, test_ds = load_datasets(args)
     except SetupError as exc:
