@@ -403,13 +403,15 @@ def test(model: nn.Module, device: torch.device, test_loader, *, amp: bool = Fal
 def settings(args: argparse.Namespace, device: torch.device, ctx: dict, train_ds: Dataset,
              test_ds: Dataset) -> dict:
     """What this run actually used (after 'auto' and device defaults), for the metrics file."""
-    return {"device": str(device), "num_workers": 0 if args.gpu_resident else resolve_num_workers(args.num_workers),
-            "num_workers_requested": args.num_workers, "batch_size": args.batch_size,
-            "test_batch_size": args.test_batch_size, "epochs": args.epochs, "lr": args.lr, "gamma": args.gamma,
-            "seed": args.seed, "amp": args.amp and device.type == "cuda", "amp_requested": args.amp,
-            "channels_last": args.channels_last, "compile": args.compile, "gpu_resident": args.gpu_resident,
-            "pin_memory": effective_pin_memory(args, device), "persistent_workers": args.persistent_workers,
-            "prefetch_factor": args.prefetch_factor, "sync_timing": args.sync_timing, "max_steps": args.max_steps,
+    workers = 0 if args.gpu_resident else resolve_num_workers(args.num_workers)
+    as_given = {name: getattr(args, name) for name in (
+        "batch_size", "test_batch_size", "epochs", "lr", "gamma", "seed", "channels_last", "compile",
+        "gpu_resident", "sync_timing", "max_steps")}
+    return {**as_given, "device": str(device), "num_workers": workers, "num_workers_requested": args.num_workers,
+            "amp": args.amp and device.type == "cuda", "amp_requested": args.amp,
+            "pin_memory": effective_pin_memory(args, device),
+            "persistent_workers": args.persistent_workers and workers > 0,
+            "prefetch_factor": args.prefetch_factor if workers > 0 else None,
             "cpus_allowed": ctx["cpus_allowed"], "gpus_visible": ctx["gpus_visible"], "host": ctx["host"],
             "slurm_job_id": ctx["slurm_job_id"], "torch_version": ctx["torch"],
             "data_source": "synthetic" if args.synthetic else "mnist", "data_path": ctx["data_source"],

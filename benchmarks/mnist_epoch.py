@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resident-batches", type=_ints, default=[256, 1024], help="comma list, each with --amp")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
                    help="add a resident + amp + torch.compile run at the largest batch")
-    p.add_argument("--budget-s", type=float, default=420, help="skip runs that would start after this")
+    p.add_argument("--budget-s", type=float, default=360, help="skip runs that would start after this")
     p.add_argument("--run-timeout-s", type=float, default=180)
     args = p.parse_args(argv)
 
