@@ -274,9 +274,10 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
         ax.axhspan((1 - KNEE_TOLERANCE) * best, best, color="#1f77b4", alpha=0.12,
                    label=f"within {KNEE_TOLERANCE:.0%} of the best")
     if knee is not None:
-        ax.axvline(knee, color="#2ca02c", linestyle="--", label=f"knee: {knee} workers")
+        ax.axvline(knee, color="#2ca02c", linestyle="--", label=f"knee: num_workers={knee}")
     if advice is not None:
-        ax.axvline(advice, color="#d62728", linestyle=":", label=f"model advice: {advice} workers")
+        ax.axvline(advice, color="#d62728", linestyle=":", label=f"model advice: num_workers={advice}")
+    ax.set_xticks(sorted(set(results["workers"]) | ({advice} if advice is not None else set())))
     ax.set_xlabel("num_workers (cpus_per_task = workers + 1)")
     ax.set_ylabel("training images / s")
     ax.set_title("DataLoader workers sweep")
