@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environm
 SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
 COLUMNS = ("job_id", "status", "state", "world_size", "num_workers", "cpus_allowed", "steps", "images_per_sec",
            "test_accuracy", "detail")
+ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "UNKNOWN", "READY"})
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def ddp_task(argv: list[str], metrics_json: str) -> dict[str, Any] | None:
 def _row(job: Any, metrics: dict[str, Any] | None, detail: str) -> dict[str, Any]:
     settings = (metrics or {}).get("settings", {})
     return {"job_id": job.job_id, "status": "ok" if metrics is not None else "failed",
-            "state": "COMPLETED" if metrics is not None else job.state,
+            "state": "COMPLETED" if metrics is not None else final_state(job),
             "world_size": (metrics or {}).get("world_size", 1 if metrics else None),
             "num_workers": settings.get("num_workers"), "cpus_allowed": settings.get("cpus_allowed"),
             "steps": (metrics or {}).get("steps"), "images_per_sec": (metrics or {}).get("images_per_sec"),
@@ -120,24 +122,42 @@ def failure_line(job: Any, error: Exception) -> str:
     reason = next((line for line in reversed(logged) if ": error: " in line and not line.startswith("srun")),
                   None) or next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception)\b", line)),
                                 type(error).__name__)
-    return f"job {job.job_id} {job.state}: {reason[:300]} (log: {job.paths.stderr})"
+    return f"job {job.job_id} {final_state(job)}: {reason[:300]} (log: {job.paths.stderr})"
+
+
+def final_state(job: Any, wait_s: float = 5.0) -> str:
+    """Slurm's end state (FAILED, TIMEOUT, OUT_OF_MEMORY...). submitit caches sacct's answer and
+    the failure pickle can land before the job ends, so ask again for a few seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        job.watcher.update()
+        state = str(job.state).split()[0]
+        if state not in ACTIVE_STATES or time.monotonic() > deadline:
+            return "FAILED" if state in ACTIVE_STATES else state
+        time.sleep(0.5)
 
 
 def collect(job: Any) -> dict[str, Any]:
     """Wait for one job; a row with its metrics, or with a one-line reason when it failed."""
     try:
-        job.result()
+        results = job.results()  # one entry per task (a DDP job has several); rank 0 carries the metrics
     except Exception as error:  # FailedJobError / UncompletedJobError: the job's own failure
         return _row(job, None, failure_line(job, error))
-    results = job.results()  # one entry per task; rank 0 carries the metrics
     metrics = next((r for r in results if r is not None), None)
     return _row(job, metrics, f"log: {job.paths.stdout}")
+
+
+def with_workers(script_args: list[str], cpus: int) -> list[str]:
+    """As in the templates: --num-workers = the task's CPUs - 1, unless the caller chose one."""
+    if any(a == "--num-workers" or a.startswith("--num-workers=") for a in script_args):
+        return list(script_args)
+    return [*script_args, "--num-workers", str(max(cpus - 1, 0))]
 
 
 def run_single(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, mem_gb=args.mem_gb,
                   time_min=args.time_min, name="mnist-single")
-    job = new_executor(folder / "slurm", shape).submit(train_task, args.script_args,
+    job = new_executor(folder / "slurm", shape).submit(train_task, with_workers(args.script_args, args.cpus),
                                                        str(folder / "single.metrics.json"))
     print(f"submit: single run is job {job.job_id} (cpus_per_task={args.cpus}, gpus={args.gpus})", flush=True)
     return pd.DataFrame([collect(job)], columns=list(COLUMNS))
@@ -147,7 +167,8 @@ def run_ddp(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     gpus = max(args.gpus, 1)
     shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, tasks_per_node=gpus, nodes=args.nodes,
                   mem_gb=args.mem_gb, time_min=args.time_min, name="mnist-ddp")
-    job = new_executor(folder / "slurm", shape).submit(ddp_task, args.script_args, str(folder / "ddp.metrics.json"))
+    job = new_executor(folder / "slurm", shape).submit(ddp_task, with_workers(args.script_args, args.cpus),
+                                                       str(folder / "ddp.metrics.json"))
     print(f"submit: DDP run is job {job.job_id} ({args.nodes} node(s) x {gpus} task(s), one per GPU)", flush=True)
     return pd.DataFrame([collect(job)], columns=list(COLUMNS))
 

@@ -228,7 +228,7 @@ def test_many_node_rendezvous_with_two_torchrun_nodes_on_localhost(ctx):
 
 # ---------------------------------------------------------------- lesson 7: preemption
 def test_preempted_job_requeues_resumes_and_matches_an_uninterrupted_run(ctx):
-    args = ["--synthetic", "--train-samples", "4096", "--test-samples", "256", "--epochs", "2",
+    args = ["--synthetic", "--train-samples", "2048", "--test-samples", "256", "--epochs", "2",
             "--seed", "3", "--checkpoint-every", "8"]
     job = submit(ctx, "--cpus-per-task=1", template(ctx["repo"], "preemptible.sbatch"), *args)
     reference = submit(ctx, "--cpus-per-task=1", "--job-name=reference", template(ctx["repo"], "preemptible.sbatch"),
@@ -244,7 +244,7 @@ def test_preempted_job_requeues_resumes_and_matches_an_uninterrupted_run(ctx):
     restarted = False
     while in_queue([job]) and time.monotonic() < deadline:
         [record] = job_records(job)
-        if record.get("JobState") == "PENDING" and record.get("Restarts") == "1":
+        if record.get("JobState") == "PENDING" and record.get("Reason") == "BeginTime":
             # A requeued job waits cred_expire + 1 s before it may start; skip the wait.
             subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], timeout=30)
             restarted = True

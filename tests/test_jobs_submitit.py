@@ -1,5 +1,6 @@
 """The submitit launcher (`python -m jobs submit`) on the local Slurm sandbox: a single run,
-a small num_workers sweep, and a failing run that must come back as one clear line."""
+a small num_workers sweep, a two-rank DDP run, and a failing run that must come back as one
+clear line."""
 from __future__ import annotations
 
 import os
@@ -20,15 +21,16 @@ def launch(python_exe: str, repo: Path, site: Path, folder: Path, *args: str) ->
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_single_run_sweep_and_failure_through_submitit(slurm, tmp_path, python_exe, repo):
+def test_single_run_sweep_ddp_and_failure_through_submitit(slurm, tmp_path, python_exe, repo):
     site = tmp_path / "site.env"
     site.write_text(f"export SBATCH_PARTITION=debug\nDLKIT_DATA_DIR={tmp_path / 'data'}\n")
-    # Three launchers at once: the sandbox runs what fits on its two CPUs and queues the rest.
+    # Four launchers at once: the sandbox runs what fits on its two CPUs and queues the rest.
     single = launch(python_exe, repo, site, tmp_path / "single", "single", "--cpus", "2", TINY)
     sweep = launch(python_exe, repo, site, tmp_path / "sweep", "sweep", "--workers", "0,1", TINY)
+    ddp = launch(python_exe, repo, site, tmp_path / "ddp", "ddp", "--gpus", "2", "--mem-gb", "4", TINY)
     broken = launch(python_exe, repo, site, tmp_path / "broken", "single", ["--data-dir", str(tmp_path / "none")])
     outputs = {name: proc.communicate(timeout=300) for name, proc in
-               (("single", single), ("sweep", sweep), ("broken", broken))}
+               (("single", single), ("sweep", sweep), ("ddp", ddp), ("broken", broken))}
 
     assert single.returncode == 0, outputs["single"]
     [row] = pd.read_csv(tmp_path / "single" / "results.csv").to_dict("records")
@@ -42,6 +44,11 @@ def test_single_run_sweep_and_failure_through_submitit(slurm, tmp_path, python_e
     assert set(table["status"]) == {"ok"} and (table["images_per_sec"] > 0).all()
     assert (tmp_path / "sweep" / "sweep.png").stat().st_size > 0
     assert "knee: num_workers=" in outputs["sweep"][0]
+
+    assert ddp.returncode == 0, outputs["ddp"]
+    [row] = pd.read_csv(tmp_path / "ddp" / "results.csv").to_dict("records")
+    # submitit's TorchDistributedEnvironment made the two tasks one world; 1 CPU each, so 0 workers.
+    assert (row["status"], row["world_size"], row["num_workers"], row["steps"]) == ("ok", 2, 0, 4)
 
     assert broken.returncode == 1, outputs["broken"]
     [line] = [l for l in outputs["broken"][1].splitlines() if l.startswith("dljobs submit: job failed:")]
