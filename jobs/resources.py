@@ -148,7 +148,9 @@ def describe(job: JobScript) -> Resources:
     names = {PurePosixPath(w).name for w in all_words}
     uses_torchrun = "torchrun" in names or "torch.distributed.run" in all_words
     nproc = [_int(v) for v in _flag_value(all_words, _NPROC)]
-    is_ddp = uses_torchrun or any(re.search(r"ddp\w*(\.py)?$", n) for n in names if "ddp" in n)
+    modules = {all_words[i + 1] for i, w in enumerate(all_words[:-1]) if w == "-m"}
+    is_ddp = uses_torchrun or any(n.endswith(".py") and "ddp" in n[:-3] for n in names) \
+        or any("ddp" in m for m in modules)
     cpus_per_node = (cpus or 1) * tasks_per_node
     return Resources(
         nodes=nodes,

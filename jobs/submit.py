@@ -210,8 +210,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
+        if args.verb == "sweep":
+            from jobs.gather import parse_workers
+
+            parse_workers(args.workers)
         os.environ.update(site_environment(dict(os.environ)))
-    except SiteError as err:
+    except (SiteError, ValueError) as err:
         print(f"dljobs submit: error: {err}", file=sys.stderr)
         return 2
     folder = args.folder.resolve()

@@ -196,3 +196,29 @@ def test_templates_and_job_library_pass_shellcheck(repo):
     files = [str(repo / "jobs" / "lib" / "job.sh"), *map(str, TEMPLATES)]
     out = subprocess.run(["shellcheck", "-s", "bash", *files], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout
+
+
+@pytest.mark.parametrize("command, ddp", [
+    ("python multi_gpu/mnist_ddp.py", True),
+    ("python -m multi_gpu.mnist_ddp", True),
+    ("python -m torch.distributed.run --nproc_per_node=2 train.py", True),
+    ('out="$(dlkit_runs_dir ddp)"', False),
+    ("python train.py --name ddp", False),
+])
+def test_what_counts_as_a_ddp_job(command, ddp):
+    assert describe(parse_script(f"#!/bin/bash\n#SBATCH -c 2\n{command}\n")).is_ddp is ddp
+
+
+@pytest.mark.parametrize("argv, env, fragment", [
+    (["submit", "sweep", "--workers", "0,x"], {}, "--workers must be comma-separated integers"),
+    (["submit", "single"], {"DLKIT_SITE_ENV": "/nonexistent/site.env"}, "site file /nonexistent/site.env not found"),
+    (["gather", "/nonexistent-sweep", "--workers", "0,1"], {}, "no sweep folder /nonexistent-sweep"),
+    (["sbatch"], {}, "usage: dljobs sbatch"),
+    (["sbatch", "/nonexistent.sbatch"], {}, "cannot read /nonexistent.sbatch"),
+])
+def test_bad_arguments_give_one_line_and_exit_2(argv, env, fragment, python_exe, repo):
+    out = subprocess.run([python_exe, "-m", "jobs", *argv], cwd=repo, env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], out.stderr
