@@ -80,7 +80,8 @@ done
 signal_run() {  # signal_run NAME READY_TEXT ARGS...
   local name=$1 ready=$2; shift 2
   local log="$OUT/signal-$name.log"
-  launch "$SIGNAL_GPUS" "$@" > "$log" 2>&1 &
+  # Not through launch(): $! must be torchrun itself, not a subshell around it.
+  "$PY" -m torch.distributed.run --standalone --nproc_per_node="$SIGNAL_GPUS" "$@" > "$log" 2>&1 &
   local pid=$! waited=0
   until grep -q "$ready" "$log"; do
     sleep 0.2; waited=$((waited + 1))
@@ -126,7 +127,7 @@ ck = sorted((out / "ckpt-mnist-signal").glob("ckpt-*.pt"))
 size = f"{ck[-1].stat().st_size / 1e6:.1f} MB" if ck else "?"
 save = m.get("checkpoint_seconds") or []
 print(f"| mnist-ddp | {size} | {save[-1]:.3f} |" if save else "| mnist-ddp | ? | ? |", end="")
-sig = m.get("signal_to_exit_seconds")
+sig = m.get("signal_to_checkpointed_seconds")
 print(f" {sig:.3f} |" if sig is not None else " ? |", walls.get("mnist", "?"), "|")
 name = timed["model"]
 size = f"{timed['checkpoint_bytes'] / 1e6:.1f} MB" if timed.get("checkpoint_bytes") else "?"

@@ -8,8 +8,9 @@ Three launchers are supported, checked in this order:
   ``SLURM_PROCID``/``SLURM_LOCALID``/``SLURM_NTASKS`` through submitit's own Slurm reader,
   ``MASTER_ADDR`` is the first host of the job's node list (what
   ``scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1`` prints) and ``MASTER_PORT`` is
-  derived from the job id (plus the array task id), so every task computes the same values
-  without talking to the others.
+  derived from the job id (plus the array task id) with the same formula as the batch
+  templates' ``dlkit_rendezvous``, so every task computes the same values without talking to
+  the others.
 * **nothing**: one process, rank 0 of 1, no process group needed.
 
 A Slurm *batch* script is not an srun step: it also has ``SLURM_PROCID=0`` and, with ``-n 2``,
@@ -17,18 +18,17 @@ A Slurm *batch* script is not an srun step: it also has ``SLURM_PROCID=0`` and, 
 instead of waiting forever for a rank 1 that will never start.
 
 Run ``python -m multi_gpu.dist_env`` inside a job to print the ``export`` lines a shell script
-can ``eval``; this keeps the bash templates and the Python code on one derivation.
+can ``eval``, or to see what the tasks of an ``srun`` step will use.
 """
 from __future__ import annotations
 
 import os
-import random
 import sys
 from dataclasses import dataclass
 
-# The same range and derivation as submitit's TorchDistributedEnvironment, so a job launched
-# by submitit and one launched by a plain srun template agree on the port.
-_PORT_RANGE = (20000, 60000)
+# Ports 10000-29999: below Linux's ephemeral range (32768+), where outgoing connections live.
+# jobs/lib/job.sh (dlkit_rendezvous) uses the very same formula for the batch templates.
+_PORT_BASE, _PORT_SPAN = 10000, 20000
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,12 @@ class DistEnv:
         return self.world_size > 1
 
 
-def master_port_for_job(job_id: str) -> int:
-    """A port every task of one job derives alike; different jobs rarely collide.
+def master_port_for_job(job_id: int, array_task_id: int = 0) -> int:
+    """A port every task of one job derives alike; other jobs (and array tasks) get other ports.
 
-    ``job_id`` is ``"<array job id>_<task id>"`` for array tasks, as in submitit.
+    ``job_id`` is ``SLURM_ARRAY_JOB_ID`` for an array task (else ``SLURM_JOB_ID``).
     """
-    return random.Random(job_id).randint(*_PORT_RANGE)
+    return _PORT_BASE + (job_id + array_task_id) % _PORT_SPAN
 
 
 def _from_slurm() -> DistEnv:
@@ -65,7 +65,11 @@ def _from_slurm() -> DistEnv:
 
     slurm = SlurmJobEnvironment()
     env = os.environ
-    port = int(env["MASTER_PORT"]) if "MASTER_PORT" in env else master_port_for_job(slurm.job_id)
+    if "MASTER_PORT" in env:
+        port = int(env["MASTER_PORT"])
+    else:
+        port = master_port_for_job(int(slurm.array_job_id or slurm.raw_job_id),
+                                   int(slurm.array_task_id or 0))
     return DistEnv(
         rank=slurm.global_rank,
         local_rank=slurm.local_rank,

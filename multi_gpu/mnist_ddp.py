@@ -16,6 +16,7 @@ The model, data, train() and test() are lesson 1's (mnist_classify.py). What cha
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import os
@@ -70,13 +71,75 @@ def params_digest(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
+def run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
+               train_loader, test_loader, hook: CheckpointHook | None, rng_state) -> dict:
+    """Lesson 1's epoch loop, made resumable: returns the numbers of all ranks, summed by rank 0.
+
+    A resumed run starts inside an epoch: the sampler skips the batches already trained, and
+    the saved RNG state is put back right after the loader's iterator is created.
+    """
+    totals = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0}
+    epoch_seconds, test_loss, accuracy, finished_loop = [], float("nan"), float("nan"), True
+    first_epoch = hook.progress.epoch if hook else 1
+    for epoch in range(first_epoch, args.epochs + 1):
+        sampler.set_epoch(epoch)
+        if hook is not None:
+            start_step = hook.progress.step_in_epoch if epoch == first_epoch else 0
+            sampler.skip(start_step * local_args.batch_size)
+            hook.begin_epoch(epoch, start_step)
+        stats = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0, "stopped": False}
+        if len(sampler) == 0:  # resumed after the epoch's last step: nothing left to train
+            restore_rng_now(rng_state, device)
+        else:
+            left = None if args.max_steps is None else args.max_steps - totals["steps"]
+            stats = lesson1.train(local_args, model, device, RestoreRngOnIter(train_loader, rng_state, device),
+                                  optimizer, epoch, step_hook=hook, max_steps=left)
+        rng_state = None
+        ranks = gather_objects(stats, dist)
+        epoch_seconds.append(max(s["seconds"] for s in ranks))
+        totals["seconds"] += epoch_seconds[-1]
+        totals["steps"] += stats["steps"]
+        totals["images"] += sum(s["images"] for s in ranks)
+        totals["data_wait_seconds"] += sum(s["data_wait_seconds"] for s in ranks) / dist.world_size
+        if hook is not None and hook.preempted:
+            finished_loop = False
+            break
+        if stats["stopped"]:  # --max-steps ended the run inside this epoch
+            finished_loop = False
+            if hook is not None:
+                hook.save()
+        if dist.is_main:
+            test_loss, accuracy = lesson1.test(net, device, test_loader, amp=args.amp,
+                                               channels_last=args.channels_last)
+        if stats["stopped"]:
+            break
+        scheduler.step()
+        if hook is not None and hook.stop_requested():  # a signal that came during test()
+            hook.begin_epoch(epoch + 1, 0)
+            hook.save()
+            hook.preempted, finished_loop = True, False
+            break
+
+    seconds = totals["seconds"] or float("nan")
+    return {"images_per_sec": totals["images"] / seconds,
+            "images_per_sec_per_process": totals["images"] / seconds / dist.world_size,
+            "epoch_seconds": epoch_seconds, "data_wait_seconds": totals["data_wait_seconds"],
+            "test_loss": test_loss, "test_accuracy": accuracy, "steps": totals["steps"],
+            "train_images": totals["images"], "finished": finished_loop}
+
+
 def main(argv: list[str] | None = None) -> int:
+    dist = dist_env.read_env()
+    if dist.is_main:
+        return run_training(argv, dist)
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        return run_training(argv, dist)  # one copy of the training log is enough; ranks speak on stderr
+
+
+def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    dist = dist_env.read_env()
     check_args(parser, args, dist.world_size)
-    if not dist.is_main:  # one copy of the training log is enough; ranks speak on stderr
-        sys.stdout = open(os.devnull, "w")
     try:
         device = lesson1.resolve_device(args.device)
         if device.type == "cuda":
@@ -131,48 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"training started: {dist.world_size} process(es), global batch {args.batch_size}, "
           f"{local_args.batch_size} per process", flush=True)
 
-    totals = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0}
-    epoch_seconds, test_loss, accuracy, finished_loop = [], float("nan"), float("nan"), True
-    for epoch in range(first_epoch, args.epochs + 1):
-        sampler.set_epoch(epoch)
-        if hook is not None:
-            start_step = hook.progress.step_in_epoch if epoch == first_epoch else 0
-            sampler.skip(start_step * local_args.batch_size)
-            hook.begin_epoch(epoch, start_step)
-        stats = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0, "stopped": False}
-        if len(sampler) == 0:  # resumed after the epoch's last step: nothing left to train
-            restore_rng_now(rng_state, device)
-        else:
-            left = None if args.max_steps is None else args.max_steps - totals["steps"]
-            stats = lesson1.train(local_args, model, device, RestoreRngOnIter(train_loader, rng_state, device),
-                                  optimizer, epoch, step_hook=hook, max_steps=left)
-        rng_state = None
-        ranks = gather_objects(stats, dist)
-        epoch_seconds.append(max(s["seconds"] for s in ranks))
-        totals["seconds"] += epoch_seconds[-1]
-        totals["steps"] += stats["steps"]
-        totals["images"] += sum(s["images"] for s in ranks)
-        totals["data_wait_seconds"] += sum(s["data_wait_seconds"] for s in ranks) / dist.world_size
-        if hook is not None and hook.preempted:
-            finished_loop = False
-            break
-        if stats["stopped"]:  # --max-steps ended the run inside this epoch
-            finished_loop = False
-            if hook is not None:
-                hook.save()
-        if dist.is_main:
-            test_loss, accuracy = lesson1.test(net, device, test_loader, amp=args.amp,
-                                               channels_last=args.channels_last)
-        if stats["stopped"]:
-            break
-        scheduler.step()
-        if hook is not None and hook.stop_requested():  # a signal that came during test()
-            hook.begin_epoch(epoch + 1, 0)
-            hook.save()
-            hook.preempted, finished_loop = True, False
-            break
-
-    if hook is not None and finished_loop and first_epoch <= args.epochs:
+    summary = run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
+                         train_loader, test_loader, hook, rng_state)
+    if hook is not None and summary["finished"] and first_epoch <= args.epochs:
         hook.begin_epoch(args.epochs + 1, 0)
         hook.save(finished=True)
     print(f"[rank {dist.rank}/{dist.world_size}] parameters sha256={params_digest(model)}",
@@ -187,19 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     if preempted:  # every rank exits with the same code
         requeued = gather_objects(requeued, dist)[0]
     if dist.is_main and args.metrics_json is not None:
-        seconds = totals["seconds"] or float("nan")
         guard = hook.guard if hook else None
         lesson1.write_json(args.metrics_json, {
-            "images_per_sec": totals["images"] / seconds,
-            "images_per_sec_per_process": totals["images"] / seconds / dist.world_size,
-            "epoch_seconds": epoch_seconds, "data_wait_seconds": totals["data_wait_seconds"],
-            "test_loss": test_loss, "test_accuracy": accuracy, "steps": totals["steps"],
-            "train_images": totals["images"], "world_size": dist.world_size,
+            **summary, "world_size": dist.world_size, "launcher": dist.launcher,
             "global_batch_size": args.batch_size, "local_batch_size": local_args.batch_size,
-            "launcher": dist.launcher, "resumed_from": resumed_from, "preempted": preempted,
-            "requeued": requeued, "checkpoint_seconds": hook.save_seconds if hook else [],
+            "resumed_from": resumed_from, "preempted": preempted, "requeued": requeued,
+            "checkpoint_seconds": hook.save_seconds if hook else [],
             "signal": guard.signal_name if guard else None,
-            "signal_to_exit_seconds": (time.monotonic() - guard.received_at)
+            "signal_to_checkpointed_seconds": (time.monotonic() - guard.received_at)
             if guard and guard.received_at else None,
             "settings": {**lesson1.settings(local_args, device, lesson1.run_context(args, device),
                                             train_ds, test_ds),
