@@ -215,3 +215,19 @@ def test_parser_keeps_the_examples_defaults() -> None:
             args.log_interval, args.num_workers) == (64, 1000, 14, 1.0, 0.7, 1, 10, 1)
     assert isinstance(mc.build_parser(), argparse.ArgumentParser)
     assert sum(p.numel() for p in mc.Net().parameters()) == 1_199_882
+
+
+@pytest.mark.slow  # three more interpreters: ~20 s of CPU, more on a shared machine
+def test_benchmark_script_runs_and_tabulates(python_exe: str, repo: Path, data_dir: Path, tmp_path: Path) -> None:
+    """The H100 benchmark, shrunk to two tiny CPU runs, so it is known to work before GPU time is spent."""
+    out = tmp_path / "bench"
+    proc = _run(python_exe, repo, str(repo / "benchmarks" / "mnist_epoch.py"), "--device", "cpu",
+                "--data-dir", str(data_dir), "--train-samples", "256", "--test-samples", "200", "--epochs", "1",
+                "--workers", "0", "--resident-batches", "", "--no-compile", "--out-dir", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import pandas as pd
+    table = pd.read_csv(out / "mnist_epoch.csv")
+    assert list(table["setting"]) == ["loader, 0 workers, batch 64", "resident, batch 64"]
+    assert (table["steps"] == 4).all() and (table["warm_images_per_s"] > 0).all()
+    assert table["test_accuracy"].nunique() == 1                    # both paths learn identically on a CPU
+    assert "| resident, batch 64 |" in (out / "mnist_epoch.md").read_text()
