@@ -70,12 +70,14 @@ def extract(path: Path) -> list[Block]:
         if not opening:
             i += 1
             continue
-        fence, start = opening["fence"], i
+        fence, start, indent = opening["fence"], i, len(opening["indent"])
         lang, mode, options, note = parse_info(opening["info"])
         body: list[str] = []
         i += 1
         while i < len(lines) and not lines[i].strip().startswith(fence):
-            body.append(lines[i])
+            # As Markdown does: a fence indented N spaces (in a list item) strips N from its lines.
+            line = lines[i]
+            body.append(line[min(indent, len(line) - len(line.lstrip(" "))):])
             i += 1
         blocks.append(Block(path.name, start + 1, lang, mode, options, note, "\n".join(body) + "\n"))
         i += 1

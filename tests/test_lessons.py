@@ -41,6 +41,8 @@ def test_blocks_are_extracted_in_order_with_their_lines(tmp_path: Path) -> None:
     assert [(b.line, b.lang, b.mode) for b in blocks] == [(2, "bash", "run"), (6, "text", "expected")]
     assert blocks[1].text == "a\n```\n"  # a longer fence may hold a shorter one
     assert blocks[1].note == "2-core CPU"
+    md.write_text("1. item\n\n   ```bash run\n   python -c \"\n   import os\n     print(1)\"\n   ```\n")
+    assert extract(md)[0].text == 'python -c "\nimport os\n  print(1)"\n'  # list indent removed
 
 
 def test_commands_split_on_operators_and_join_continuations() -> None:
