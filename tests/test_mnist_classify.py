@@ -23,10 +23,11 @@ import synthetic_digits as sd
 SMALL = ["--synthetic", "--epochs", "1", "--train-samples", "1920", "--test-samples", "1000",
          "--log-interval", "10"]
 
-# After 30 Adadelta steps (one epoch of 1,920 images) twelve runs we tried (training seeds 1-6 x
-# data seeds 0 and 7) scored 85.9-95.8 % on 1,000 unseen-style test digits; chance is 10 %.  70 % sits 15 points under the worst of
-# them, so a change of seed, torch version or CPU cannot trip it, while a broken model, broken
-# labels or a loader that feeds the wrong images (all of which stay near 10-20 %) cannot pass.
+# After 30 Adadelta steps (one epoch of 1,920 images), twelve runs (training seeds 1-6 x data
+# seeds 0 and 7) scored 85.9-95.8 % on 1,000 test digits in unseen styles; chance is 10 %.
+# 70 % sits 15 points under the worst of them, so another seed, torch version or CPU is very
+# unlikely to trip it, while a broken model, wrong labels or a loader that feeds the wrong
+# images (all of which stay near 10-20 %) cannot pass.
 ACCURACY_FLOOR = 70.0
 
 
