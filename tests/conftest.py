@@ -95,6 +95,17 @@ def slurm() -> Slurm:
 
 
 @pytest.fixture(scope="session")
+def shellcheck() -> str:
+    """Path of shellcheck (`make system-deps` installs it): skip outside CI, fail in CI."""
+    path = shutil.which("shellcheck")
+    if path is None:
+        if IN_CI:
+            pytest.fail("shellcheck missing: `make system-deps` installs it", pytrace=False)
+        pytest.skip("shellcheck not installed (make system-deps)")
+    return path
+
+
+@pytest.fixture(scope="session")
 def python_exe() -> str:
     """The interpreter running the tests: jobs and subprocesses must use the same venv."""
     return sys.executable

@@ -102,6 +102,12 @@ def test_bad_input_is_one_error_line() -> None:
     assert bad.stdout == ""
 
 
+def test_scripts_pass_shellcheck(shellcheck: str, repo: Path) -> None:
+    scripts = [*map(str, sorted(SANDBOX.glob("*.sh"))), str(repo / ".ci" / "run")]
+    checked = run(shellcheck, "-x", *scripts, timeout=60)
+    assert checked.returncode == 0, checked.stdout
+
+
 def test_apt_install_skips_what_is_installed() -> None:
     done = run("bash", str(SANDBOX / "apt-install.sh"), "bash", "coreutils")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # the variables are used by the scripts that source this
 # Sourced by slurm-up.sh, slurm-down.sh and install-seff.sh: paths and small helpers.
 # Set PROG before sourcing; every fatal message is one line "PROG: ERROR: ...".
 
@@ -39,9 +40,9 @@ DAEMONS=(
 
 # stop_pid NAME PID: SIGTERM, wait up to 30 s (MariaDB flushes to disk), then SIGKILL.
 stop_pid() {
-  local name=$1 pid=$2 i
+  local name=$1 pid=$2
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 300); do alive "$pid" || return 0; sleep 0.1; done
+  for _ in $(seq 300); do alive "$pid" || return 0; sleep 0.1; done
   log "WARNING: $name (pid $pid) ignored SIGTERM for 30 s; sending SIGKILL"
   kill -KILL "$pid" 2>/dev/null || true
   sleep 0.5

@@ -7,6 +7,7 @@
 # system's apt sources and lists stay untouched.
 set -euo pipefail
 PROG=install-seff
+# shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "$0")/common.sh"
 
 version=$(dpkg-query -W -f='${source:Version}' slurmctld 2>/dev/null) || die "Slurm is not installed"

@@ -9,8 +9,10 @@
 # Knobs: SANDBOX_GPUS=2 (fake GPUs, at least 1)   SANDBOX_CGROUP=auto|v1|none
 #        SANDBOX_RESET=1 (forget old jobs; daemons must be down)
 #        SANDBOX_FORCE=1 (overwrite an /etc/slurm/slurm.conf that this script did not write)
+# shellcheck disable=SC2034  # the template fields are read through ${!key} in render()
 set -euo pipefail
 PROG=slurm-up
+# shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "$0")/common.sh"
 
 GPUS=${SANDBOX_GPUS:-2}
@@ -38,7 +40,7 @@ hw=$(slurmd -C 2>/dev/null | head -n 1)
 field() { sed -n "s/.*\b$1=\([0-9]*\).*/\1/p" <<<"$hw"; }
 CPUS=$(field CPUs) BOARDS=$(field Boards) SOCKETS=$(field SocketsPerBoard)
 CORES=$(field CoresPerSocket) THREADS=$(field ThreadsPerCore) MEMORY=$(field RealMemory)
-[ -n "$CPUS" ] && [ -n "$MEMORY" ] || die "could not read CPUs and RealMemory from 'slurmd -C': $hw"
+if [ -z "$CPUS" ] || [ -z "$MEMORY" ]; then die "could not read CPUs and RealMemory from 'slurmd -C': $hw"; fi
 (( MEMORY > 2048 )) && MEMORY=$(( MEMORY - 1024 ))   # leave some memory to the OS and the daemons
 
 # Slurm 22.05's cgroup support here is v1 only; hosts that mount just cgroup v2 get /proc tracking.
