@@ -181,6 +181,18 @@ def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path:
         assert gpu, f"GPU figures (a `text gpu` block or the placeholder <!-- GPU-RESULTS: lesson{number} -->)"
 
 
+_KIT_PATH = re.compile(r"\b(?:jobs|profiling|multi_gpu|lessons|benchmarks|docs)/[\w./-]*\w\.(?:md|py|sh|sbatch|env|example)\b")
+
+
+@pytest.mark.parametrize("path", [*LESSONS, REPO / "lessons" / "README.md"], ids=lambda p: p.stem)
+def test_every_kit_file_a_lesson_names_exists(path: Path) -> None:
+    """Prose goes stale too: a renamed template or doc breaks this before a learner finds out."""
+    text = path.read_text()
+    missing = sorted({m for m in _KIT_PATH.findall(text)
+                      if not (REPO / m).exists() and not (REPO / "lessons" / m).exists()})
+    assert not missing, f"{path.name} names files that do not exist: {missing}"
+
+
 # --- the lessons themselves --------------------------------------------------------------------
 
 @pytest.mark.slow
