@@ -107,7 +107,8 @@ signal_run "$RESNET_MODEL" "training until a signal" multi_gpu/resnet_bench.py "
 # 3. the tables
 echo
 echo "## Throughput and scaling ($OUT)"
-"$PY" -m multi_gpu.scaling "$OUT"/mnist-*.json "$OUT"/resnet-*.json --csv "$OUT/scaling.csv"
+"$PY" -m multi_gpu.scaling "$OUT"/mnist-*.json "$OUT"/resnet-*.json --csv "$OUT/scaling.csv" \
+  --plot "$OUT/scaling.png"
 echo
 echo "## Checkpoint cost and signal-to-exit ($SIGNAL_GPUS GPU(s))"
 OUT="$OUT" "$PY" - <<'EOF'

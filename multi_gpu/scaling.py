@@ -4,7 +4,7 @@ Reads the JSON written by ``resnet_bench.py --results-json`` and by ``mnist_ddp.
 --metrics-json``; the run with the fewest GPUs of each benchmark is the baseline.
 
     python -m multi_gpu.scaling results/*.json            # Markdown table on stdout
-    python -m multi_gpu.scaling --csv table.csv results/*.json
+    python -m multi_gpu.scaling --csv table.csv --plot scaling.png results/*.json
 """
 from __future__ import annotations
 
@@ -50,10 +50,36 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def plot(table: pd.DataFrame, path: Path) -> None:
+    """Speed-up against GPU count per benchmark, with the ideal (linear) line for reference."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    top = int(table["gpus"].max())
+    ax.plot([1, top], [1, top], linestyle="--", color="grey", label="ideal")
+    for name, rows in table.groupby("benchmark"):
+        ax.plot(rows["gpus"], rows["speedup"], marker="o", label=name)
+        for row in rows.itertuples():
+            ax.annotate(f"{row.efficiency_pct:.0f} %", (row.gpus, row.speedup),
+                        textcoords="offset points", xytext=(4, -12), fontsize=8)
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("speed-up (images/s vs. the smallest run)")
+    ax.set_xticks(sorted(table["gpus"].unique()))
+    ax.set_title("DDP scaling, one host (labels: efficiency)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Scaling table from DDP benchmark results.")
     parser.add_argument("results", nargs="+", type=Path)
     parser.add_argument("--csv", type=Path, default=None)
+    parser.add_argument("--plot", type=Path, default=None, help="write a speed-up plot (PNG) here")
     args = parser.parse_args(argv)
     try:
         rows = [load_result(path) for path in args.results]
@@ -64,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     print(to_markdown(table))
     if args.csv is not None:
         table.to_csv(args.csv, index=False)
+    if args.plot is not None:
+        plot(table, args.plot)
     return 0
 
 

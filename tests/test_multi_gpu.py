@@ -225,3 +225,5 @@ def test_scaling_table_efficiency_against_the_one_gpu_run(tmp_path):
     assert list(table["speedup"].round(2)) == [1.0, 1.9, 3.6]
     assert list(table["efficiency_pct"].round(1)) == [100.0, 95.0, 90.0]
     assert "| resnet50-bf16-cl | 4 | 256 | 3,600 | 900 | 3.60x | 90.0 % |" in scaling.to_markdown(table)
+    assert scaling.main([*map(str, files), "--plot", str(tmp_path / "s.png")]) == 0
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
