@@ -2,7 +2,7 @@
 
     dljobs check FILE...                      refuse unsafe or inconsistent sbatch scripts
     dljobs sbatch [sbatch options] SCRIPT [args]   check, then sbatch with jobs/site.env applied
-    dljobs gather DIR --workers 0,1,2         one table and plot from a sweep array's results
+    dljobs gather DIR [--workers 0,1,2]       one table and plot from a sweep array's results
     dljobs rules                              the checker's rules, one line each
     dljobs submit ...                         the submitit launcher (jobs/submit.py)
 
@@ -79,12 +79,15 @@ def gather_command(args: argparse.Namespace) -> int:
     from jobs.gather import advice_from, collect, parse_workers, write_outputs
 
     directory = Path(args.directory)
-    try:
-        workers = parse_workers(args.workers)
-    except ValueError as err:
-        return _fail(str(err))
     if not directory.is_dir():
         return _fail(f"no sweep folder {directory}: did the array run, and with this job id?")
+    listed = directory / "workers.txt"
+    if args.workers is None and not listed.is_file():
+        return _fail(f"no {listed} (no task of the array started): give the settings with --workers")
+    try:
+        workers = parse_workers(args.workers or listed.read_text(encoding="utf-8").strip())
+    except ValueError as err:
+        return _fail(str(err))
     results = collect(directory, workers)
     advice, source = advice_from(Path(args.lprof) if args.lprof else None)
     text = write_outputs(directory, results, advice, source)
@@ -110,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     sbatch_p.add_argument("argv", nargs=argparse.REMAINDER)
     gather_p = verbs.add_parser("gather", help="table and plot from a sweep array's results")
     gather_p.add_argument("directory", metavar="DIR")
-    gather_p.add_argument("--workers", required=True, help="the settings, e.g. 0,1,2,4")
+    gather_p.add_argument("--workers", help="the settings, e.g. 0,1,2,4 (default: DIR/workers.txt)")
     gather_p.add_argument("--lprof", help="a baseline profile whose advice is set beside the knee")
     verbs.add_parser("rules", help="list the checker's rules")
     submit_p = verbs.add_parser("submit", help="the submitit launcher (see jobs/submit.py)", add_help=False)

@@ -194,7 +194,8 @@ def test_templates_and_job_library_pass_shellcheck(repo):
             pytest.fail("shellcheck missing: `make system-deps` installs it", pytrace=False)
         pytest.skip("shellcheck not installed (make system-deps)")
     files = [str(repo / "jobs" / "lib" / "job.sh"), *map(str, TEMPLATES)]
-    out = subprocess.run(["shellcheck", "-s", "bash", *files], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["shellcheck", "-s", "bash", "-e", "SC1091", *files], cwd=repo, capture_output=True,
+                         text=True, timeout=60)
     assert out.returncode == 0, out.stdout
 
 
@@ -222,3 +223,23 @@ def test_bad_arguments_give_one_line_and_exit_2(argv, env, fragment, python_exe,
     assert out.returncode == 2 and "Traceback" not in out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], out.stderr
+
+
+def test_gather_marks_a_missing_task_as_failed_and_reads_the_settings_file(tmp_path, python_exe, repo):
+    """A sweep whose num_workers=1 task died: the table keeps its row, marked failed, and exit is 1."""
+    sweep = tmp_path / "sweep-7"
+    sweep.mkdir()
+    gather = lambda: subprocess.run([python_exe, "-m", "jobs", "gather", str(sweep)], cwd=repo,
+                                    capture_output=True, text=True, timeout=120)
+    out = gather()
+    assert out.returncode == 2 and "workers.txt" in out.stderr and "give the settings with --workers" in out.stderr
+    (sweep / "workers.txt").write_text("0,1\n")
+    (sweep / "w0.json").write_text('{"images_per_sec": 120.5, "epoch_seconds": [4.0]}')
+    out = gather()
+    assert out.returncode == 1, out.stderr
+    assert "gather: num_workers=1 failed: no w1.json" in out.stderr and "Traceback" not in out.stderr
+    import pandas as pd
+
+    table = pd.read_csv(sweep / "sweep.csv")
+    assert list(table["workers"]) == [0, 1] and list(table["status"]) == ["ok", "failed"]
+    assert table["images_per_sec"].iloc[0] == 120.5 and (sweep / "sweep.png").is_file()
