@@ -97,6 +97,7 @@ def template(repo: Path, name: str) -> str:
 
 
 # ---------------------------------------------------------------- lessons 2-3: one GPU
+@pytest.mark.slow
 def test_profile_then_tuned_jobs_write_lprof_report_and_metrics(ctx):
     profile = submit(ctx, template(ctx["repo"], "profile.sbatch"), *TINY, "--max-steps", "4")
     tuned = submit(ctx, "--cpus-per-task=2", template(ctx["repo"], "tuned.sbatch"), *TINY, "--max-steps", "4")
@@ -158,6 +159,7 @@ def test_sweep_array_refuses_an_array_that_does_not_match_the_settings(ctx):
 
 
 # ---------------------------------------------------------------- lesson 5: DDP on one node
+@pytest.mark.slow
 def test_ddp_node_srun_and_torchrun_variants_train_two_ranks(ctx):
     # Both at once: each needs the sandbox's two CPUs, so Slurm runs them back to back.
     srun_job = submit(ctx, "--cpus-per-task=1", "--mem=4G", template(ctx["repo"], "ddp-node.sbatch"), *TINY, "--max-steps", "3")
@@ -201,6 +203,7 @@ exit $rc
 """
 
 
+@pytest.mark.slow
 def test_many_node_rendezvous_with_two_torchrun_nodes_on_localhost(ctx):
     """The template's own MASTER_ADDR/PORT derivation and srun+torchrun c10d line, two nodes."""
     bin_dir = ctx["cwd"] / "bin"
@@ -227,6 +230,7 @@ def test_many_node_rendezvous_with_two_torchrun_nodes_on_localhost(ctx):
 
 
 # ---------------------------------------------------------------- lesson 7: preemption
+@pytest.mark.slow
 def test_preempted_job_requeues_resumes_and_matches_an_uninterrupted_run(ctx):
     args = ["--synthetic", "--train-samples", "2048", "--test-samples", "256", "--epochs", "2",
             "--seed", "3", "--checkpoint-every", "8"]

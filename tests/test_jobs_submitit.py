@@ -21,6 +21,7 @@ def launch(python_exe: str, repo: Path, site: Path, folder: Path, *args: str) ->
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_single_run_sweep_ddp_and_failure_through_submitit(slurm, tmp_path, python_exe, repo):
     site = tmp_path / "site.env"
     site.write_text(f"export SBATCH_PARTITION=debug\nDLKIT_DATA_DIR={tmp_path / 'data'}\n")
