@@ -149,6 +149,9 @@ def test_diff_prints_one_function_and_exits_zero(tmp_path: Path, capsys: pytest.
     out = capsys.readouterr().out
     assert "-    return 1\n+    return 2" in out and "import os" not in out and "def g" not in out
     assert diff.main([f"{tmp_path}/a.py:nope", f"{tmp_path}/b.py"]) == 2
+    assert diff.main([f"{tmp_path}/a.py:f", f"{tmp_path}/a.py:g,f"]) == 0
+    out = capsys.readouterr().out
+    assert "+def g():\n+    pass\n+\n def f():" in out  # several names: in order, blank line between
 
 
 # --- the lessons' structure --------------------------------------------------------------------
