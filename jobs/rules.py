@@ -147,6 +147,16 @@ def memory_far_above_need(job: JobScript, res: Resources) -> Numbers | None:
             "tasks": res.tasks_per_node, "workers": workers}
 
 
+def array_tasks_share_a_log(job: JobScript, res: Resources) -> Numbers | None:
+    if job.get("array") is None:
+        return None
+    for name in ("output", "error"):
+        value = job.get(name)
+        if value is not None and "%a" not in value and "%j" not in value:
+            return {"option": f"--{name}={value}{_where(job, name)}"}
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     Rule("cpus-for-workers", "error", too_few_cpus,
          "{stated} is smaller than --num-workers {workers} + 1 (each loader worker and the main "
@@ -172,6 +182,9 @@ RULES: tuple[Rule, ...] = (
     Rule("one-gpu-per-node", "warning", one_gpu_per_node,
          "{nodes} nodes with one GPU each: every step crosses the network; ask for the GPUs on fewer "
          "nodes (e.g. --nodes=1 --gres=gpu:{nodes}) unless the site forces this"),
+    Rule("array-shared-log", "warning", array_tasks_share_a_log,
+         "{option} has neither %a nor %j, so every task of the array writes the same log; "
+         "use e.g. %x-%A_%a.out"),
     Rule("mem-far-above-need", "warning", memory_far_above_need,
          "--mem asks for {asked} per node, far above the about {need} that {tasks} process(es) with "
          "{workers} loader worker(s) each need; a smaller request starts sooner (check with seff)"),
