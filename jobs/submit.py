@@ -137,8 +137,20 @@ def final_state(job: Any, wait_s: float = 5.0) -> str:
         time.sleep(0.5)
 
 
-def collect(job: Any) -> dict[str, Any]:
-    """Wait for one job; a row with its metrics, or with a one-line reason when it failed."""
+def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
+    """Wait for one job; a row with its metrics, or with a one-line reason when it failed.
+
+    A job pending for a reason that can never clear is cancelled instead of waited on forever
+    (profiling.sweep's list of such reasons).
+    """
+    from profiling.sweep import NEVER_STARTS, pending_reason
+
+    while not job.done():
+        reason = pending_reason(job.job_id)
+        if reason.startswith(NEVER_STARTS):
+            job.cancel(check=False)
+            return _row(job, None, f"job {job.job_id} can never start here (pending: {reason}); cancelled")
+        time.sleep(poll_s)
     try:
         results = job.results()  # one entry per task (a DDP job has several); rank 0 carries the metrics
     except Exception as error:  # FailedJobError / UncompletedJobError: the job's own failure
@@ -154,23 +166,33 @@ def with_workers(script_args: list[str], cpus: int) -> list[str]:
     return [*script_args, "--num-workers", str(max(cpus - 1, 0))]
 
 
+class SubmitError(RuntimeError):
+    """sbatch refused the job (e.g. more CPUs or GPUs than any node has): one line, exit 2."""
+
+
+def launch(task: Any, shape: Shape, args: argparse.Namespace, folder: Path, what: str) -> pd.DataFrame:
+    """Submit one job from a fresh executor, wait for it, and return its one-row table."""
+    metrics_json = str(folder / f"{shape.name}.metrics.json")
+    try:
+        job = new_executor(folder / "slurm", shape).submit(task, with_workers(args.script_args, shape.cpus_per_task),
+                                                           metrics_json)
+    except Exception as error:  # submitit wraps sbatch's refusal in its own error types
+        raise SubmitError(f"sbatch refused the {what}: {' '.join(str(error).split())[:300]}") from None
+    print(f"submit: {what} is job {job.job_id}", flush=True)
+    return pd.DataFrame([collect(job)], columns=list(COLUMNS))
+
+
 def run_single(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, mem_gb=args.mem_gb,
                   time_min=args.time_min, name="mnist-single")
-    job = new_executor(folder / "slurm", shape).submit(train_task, with_workers(args.script_args, args.cpus),
-                                                       str(folder / "single.metrics.json"))
-    print(f"submit: single run is job {job.job_id} (cpus_per_task={args.cpus}, gpus={args.gpus})", flush=True)
-    return pd.DataFrame([collect(job)], columns=list(COLUMNS))
+    return launch(train_task, shape, args, folder, f"single run (cpus_per_task={args.cpus}, gpus={args.gpus})")
 
 
 def run_ddp(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     gpus = max(args.gpus, 1)
     shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, tasks_per_node=gpus, nodes=args.nodes,
                   mem_gb=args.mem_gb, time_min=args.time_min, name="mnist-ddp")
-    job = new_executor(folder / "slurm", shape).submit(ddp_task, with_workers(args.script_args, args.cpus),
-                                                       str(folder / "ddp.metrics.json"))
-    print(f"submit: DDP run is job {job.job_id} ({args.nodes} node(s) x {gpus} task(s), one per GPU)", flush=True)
-    return pd.DataFrame([collect(job)], columns=list(COLUMNS))
+    return launch(ddp_task, shape, args, folder, f"DDP run ({args.nodes} node(s) x {gpus} task(s), one per GPU)")
 
 
 def run_sweep(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
@@ -220,7 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = args.folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    table = {"single": run_single, "ddp": run_ddp, "sweep": run_sweep}[args.verb](args, folder)
+    try:
+        table = {"single": run_single, "ddp": run_ddp, "sweep": run_sweep}[args.verb](args, folder)
+    except SubmitError as err:
+        print(f"dljobs submit: error: {err}", file=sys.stderr)
+        return 2
     table.to_csv(folder / "results.csv", index=False)
     if args.verb != "sweep":  # the sweep already printed its summary table
         print(table.to_string(index=False))

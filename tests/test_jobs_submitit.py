@@ -55,3 +55,12 @@ def test_single_run_sweep_ddp_and_failure_through_submitit(slurm, tmp_path, pyth
     [line] = [l for l in outputs["broken"][1].splitlines() if l.startswith("dljobs submit: job failed:")]
     assert "FAILED" in line and "MNIST not found" in line and "log:" in line
     assert "Traceback" not in outputs["broken"][1]
+
+
+def test_a_job_sbatch_refuses_is_one_line_and_exit_2(slurm, tmp_path, python_exe, repo):
+    site = tmp_path / "site.env"
+    site.write_text("export SBATCH_PARTITION=debug\n")
+    out = launch(python_exe, repo, site, tmp_path / "big", "single", "--cpus", "64", ["--synthetic"])
+    stdout, stderr = out.communicate(timeout=120)
+    assert out.returncode == 2 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("dljobs submit: error: sbatch refused the single run")
