@@ -39,8 +39,9 @@ slurm-down:
 	$(SUDO) bash jobs/sandbox/slurm-down.sh
 
 # pytest's exit code 5 (no tests collected) is not 0, so it fails this target like any other.
+# --durations lists the slowest tests, to keep an eye on the 30-minute CI budget.
 test: install-dev system-deps slurm-up
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
 
 clean:
 	rm -rf runs .pytest_cache .hypothesis
