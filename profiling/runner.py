@@ -86,8 +86,24 @@ def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | 
 
 
 def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
-    """kernprof line-by-line, ignoring any config file, writing exactly `lprof`."""
-    return [sys.executable, "-m", "kernprof", "-l", "-q", "--no-config", "-o", str(lprof), script, *args]
+    """kernprof line-by-line, ignoring any config file, writing exactly `lprof`.
+
+    It goes through `profiling.kernprof_entry`, which keeps forked DataLoader workers untraced.
+    """
+    return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", "-o", str(lprof),
+            script, *args]
+
+
+def kernprof_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: line_profiler's legacy tracer unless the user chose a core.
+
+    Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for
+    every thread (the pin-memory thread too); the legacy tracer watches only the main thread and
+    costs less per line. `LINE_PROFILER_CORE` set by the user wins.
+    """
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("LINE_PROFILER_CORE", "ctrace")
+    return env
 
 
 def _now() -> str:
@@ -120,7 +136,9 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     }
     started = datetime.now(timezone.utc)
     sampler = None
-    with subprocess.Popen(meta["command"]) as child:
+    child_env = kernprof_environment()
+    meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
+    with subprocess.Popen(meta["command"], env=child_env) as child:
         try:
             if sample:
                 sampler = Sampler(child.pid, interval=interval)
