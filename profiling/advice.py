@@ -34,6 +34,12 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 # not starvation, and counting it as such would ask for more workers after every re-profile.
 # benchmarks/loader_handoff.py measures the real floor on a GPU node.
 HANDOFF_MS = 0.5
+# CPUs the main process keeps busy besides the workers. On a GPU with pinned memory it runs two
+# threads: the training loop (whose CUDA waits spin on a core) and the pin-memory thread that
+# page-locks every batch. On an H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step but
+# 9.5 ms with the node free, so `workers + 1` CPUs starved the workers (docs/profiling-model.md).
+MAIN_CPUS_GPU_PINNED = 2
+MAIN_CPUS_OTHERWISE = 1
 
 Numbers = dict[str, Any]
 
@@ -64,12 +70,14 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, 
     ceiling = facts.cpus
     if facts.gpus >= 1 and facts.cores_per_gpu:
         ceiling = max(facts.cpus, facts.cores_per_gpu)
+    pin_memory = _flag(argv, "--pin-memory", "--no-pin-memory")
+    main_cpus = MAIN_CPUS_GPU_PINNED if facts.gpus >= 1 and pin_memory is not False else MAIN_CPUS_OTHERWISE
     numbers: Numbers = {
         "loop_found": loop is not None, "cpus": facts.cpus, "gpus": facts.gpus,
         "cores_per_gpu": facts.cores_per_gpu, "current_workers": workers,
         "workers_known": facts.num_workers is not None, "cpu_ceiling": ceiling, "requested": facts.requested,
-        "worker_cap": max(ceiling - 1, 0), "loader_bound_pct": 100 * LOADER_BOUND,
-        "pin_memory": _flag(argv, "--pin-memory", "--no-pin-memory"),
+        "worker_cap": max(ceiling - main_cpus, 0), "loader_bound_pct": 100 * LOADER_BOUND,
+        "pin_memory": pin_memory, "main_cpus": main_cpus,
         "persistent_workers": _flag(argv, "--persistent-workers"),
         "compute_kind": "GPU" if facts.gpus >= 1 else "CPU",
     }
@@ -94,7 +102,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, 
         produce_ms=1e3 * produce, wait_pct=100 * loop.wait_fraction, loader_bound=loader_bound,
         handoff_only=handoff_only and loop.wait_fraction >= LOADER_BOUND, handoff_ms=HANDOFF_MS,
         raw_workers=raw, needed_workers=needed, capped=raw > chosen, spare_dropped=raw <= chosen < needed,
-        num_workers=chosen, cpus_per_task=chosen + 1, loop_where=f"{loop.file}:{loop.header_line}",
+        num_workers=chosen, cpus_per_task=chosen + (main_cpus if chosen >= 1 else 1), loop_where=f"{loop.file}:{loop.header_line}",
     )
     return numbers
 
@@ -134,6 +142,10 @@ RULES: tuple[Rule, ...] = (
          "per batch, {wait_pct:.1f}% of a step, so more workers will not help; keep num_workers={num_workers}. "
          "To go faster, use larger batches (--batch-size), mixed precision (--amp) and data kept on the GPU "
          "(--gpu-resident)."),
+    Rule("main_process_cpus", lambda n: n["loop_found"] and n["num_workers"] >= 1 and n["main_cpus"] > 1,
+         "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: on a "
+         "GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits spin on "
+         "a core, so with only one CPU of its own it takes time from the workers."),
     Rule("too_many_workers", lambda n: n["loop_found"] and n["current_workers"] > n["worker_cap"],
          "The run used num_workers={current_workers}, more than its {cpus} CPU(s) can run beside the main "
          "process; the workers and the main process then share cores."),

@@ -179,9 +179,24 @@ def test_loader_bound_profile_gets_more_workers():
     # USC's A100 profile of the lesson script: 9.267 ms waiting, ~1.70 ms computing per batch, 1 worker.
     advice = advise(_loop(9.267, 1.70), JobFacts(cpus=16, gpus=1, num_workers=1))
     # one worker makes a batch in 1 x (9.267 + 1.70) ms; ceil(10.967 / 1.70) = 7 keep up; +1 spare
-    assert (advice.num_workers, advice.cpus_per_task) == (8, 9)
-    assert advice.edits == ["#SBATCH --cpus-per-task=9", "--num-workers 8"]
+    # 8 workers plus 2 CPUs for the main process (GPU, pinned memory by default)
+    assert (advice.num_workers, advice.cpus_per_task) == (8, 10)
+    assert advice.edits == ["#SBATCH --cpus-per-task=10", "--num-workers 8"]
     assert {"loader_bound", "workers_from_starved_loop"} <= set(advice.fired_rules)
+
+
+def test_main_process_cpus_depend_on_gpu_and_pinned_memory():
+    loop = _loop(9.267, 1.70)
+    pinned_gpu = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=1))
+    unpinned_gpu = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=1), {"argv": ["t.py", "--no-pin-memory"]})
+    cpu_only = advise(loop, JobFacts(cpus=16, gpus=0, num_workers=1))
+    assert pinned_gpu.cpus_per_task == pinned_gpu.num_workers + 2 and "main_process_cpus" in pinned_gpu.fired_rules
+    assert unpinned_gpu.cpus_per_task == unpinned_gpu.num_workers + 1
+    assert cpu_only.cpus_per_task == cpu_only.num_workers + 1
+    assert "main_process_cpus" not in unpinned_gpu.fired_rules + cpu_only.fired_rules
+    # the cap leaves the main process its two CPUs: 6 CPUs hold at most 4 workers
+    capped = advise(loop, JobFacts(cpus=6, gpus=1, num_workers=1))
+    assert (capped.num_workers, capped.cpus_per_task) == (4, 6)
 
 
 def test_main_process_loading_uses_the_wait_as_the_batch_cost():
@@ -191,7 +206,7 @@ def test_main_process_loading_uses_the_wait_as_the_batch_cost():
 
 def test_compute_bound_profile_gets_no_more_workers():
     advice = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2))
-    assert (advice.num_workers, advice.cpus_per_task) == (2, 3)
+    assert (advice.num_workers, advice.cpus_per_task) == (2, 4)
     assert "compute_bound" in advice.fired_rules and "loader_bound" not in advice.fired_rules
     assert any("larger batches" in r and "--amp" in r and "--gpu-resident" in r for r in advice.reasons)
     assert "too_many_cpus" not in advice.fired_rules  # 16 CPUs of a machine, not of a request
@@ -204,7 +219,7 @@ def test_a_wait_no_worker_can_remove_does_not_ask_for_more_workers():
     advice = advise(_loop(0.2, 1.7), JobFacts(cpus=16, gpus=1, num_workers=8))  # 10.5% of a step
     assert advice.num_workers == 8 and {"handoff_only", "compute_bound"} <= set(advice.fired_rules)
     starving = advise(_loop(2.0, 1.7), JobFacts(cpus=16, gpus=1, num_workers=8))
-    assert starving.num_workers == 15  # ceil(8 x 3.7 / 1.7) + 1 = 19, capped at 16 - 1
+    assert starving.num_workers == 14  # ceil(8 x 3.7 / 1.7) + 1 = 19, capped at 16 - 2 (main process)
 
 
 def test_threshold_is_the_data_wait_share():
@@ -216,12 +231,12 @@ def test_threshold_is_the_data_wait_share():
 
 def test_workers_are_capped_by_the_cpus_and_cpus_per_task_by_the_node():
     capped = advise(_loop(9.267, 1.70), JobFacts(cpus=4, gpus=1, num_workers=1))
-    assert (capped.num_workers, capped.cpus_per_task) == (3, 4) and "capped_by_cpus" in capped.fired_rules
+    assert (capped.num_workers, capped.cpus_per_task) == (2, 4) and "capped_by_cpus" in capped.fired_rules
     # a 1-CPU job on a node with 12 cores per GPU may ask for up to 12
     node = advise(_loop(9.267, 1.70), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=12))
-    assert (node.num_workers, node.cpus_per_task) == (8, 9)
+    assert (node.num_workers, node.cpus_per_task) == (8, 10)
     tight = advise(_loop(9.267, 1.70), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=6))
-    assert (tight.num_workers, tight.cpus_per_task) == (5, 6)
+    assert (tight.num_workers, tight.cpus_per_task) == (4, 6)  # 6 cores: 2 for the main process
 
 
 def test_advice_ignores_how_compute_is_split_among_compute_lines(tmp_path):
@@ -270,7 +285,8 @@ def test_cli_report_json_and_help(tmp_path, repo):
                          capture_output=True, text=True, cwd=repo, timeout=120)
     assert out.returncode == 0, out.stderr
     advice = json.loads(out.stdout)["advice"]
-    assert advice["num_workers"] > 1 and advice["cpus_per_task"] == advice["num_workers"] + 1
+    # a GPU run with pinned memory (the default on CUDA): the main process counts as 2 CPUs
+    assert advice["num_workers"] > 1 and advice["cpus_per_task"] == advice["num_workers"] + 2
     helped = subprocess.run([sys.executable, "-m", "profiling", "--help"], capture_output=True, text=True,
                             cwd=repo, timeout=60)
     assert helped.returncode == 0 and "report" in helped.stdout
@@ -339,7 +355,8 @@ def test_real_mnist_profile(mnist_lprof):
     seconds = report.phases.set_index("phase")["seconds"]
     assert all(seconds[p] > 0 for p in ("data_wait", "forward", "backward", "optimizer", "host_to_device"))
     assert math.isclose(seconds.sum(), report.lines[report.lines["function"] == "train"]["seconds"].sum())
-    assert report.advice.num_workers is not None and report.advice.cpus_per_task == report.advice.num_workers + 1
+    nw = report.advice.num_workers
+    assert nw is not None and report.advice.cpus_per_task == nw + (2 if nw >= 1 else 1)
 
 
 def test_cli_report_output_dir_writes_files_and_prints_the_format(tmp_path, capsys):
