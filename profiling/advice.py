@@ -12,8 +12,10 @@ The model (docs/profiling-model.md explains it at length):
   k = num_workers of the profiled run
 One worker builds a batch in P seconds. With k = 0 the main process builds it: P = W. With
 k >= 1 and the loop starved, the k workers together deliver one batch per (W + C), so
-P = k (W + C). Keeping up with the loop needs P / C workers: ceil(P / C), plus one spare for
-jitter. Below a data-wait share of 5 % the loader is not the bottleneck and k is kept; with
+P = k (W + C). Keeping up with the loop needs P / C workers on average; the advice sizes the
+pool at HEADROOM times that, ceil(2 P / C), because workers hand batches over in a fixed order
+(one slow batch stalls the loop however far the others are ahead) and run slower on a job's few
+CPUs than on the profiled node. Below a data-wait share of 5 % the loader is not the bottleneck and k is kept; with
 workers, a wait under HANDOFF_MS per batch is the cost of receiving a batch, not starvation.
 """
 from __future__ import annotations
@@ -26,7 +28,10 @@ from typing import Any
 from profiling.records import Advice, JobFacts, LoopSummary
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
-SPARE_WORKERS = 1     # one more worker than the average need absorbs slow batches
+# Workers needed = ceil(HEADROOM x P / C), i.e. keep the workers about half busy. With only the average
+# need (or need + 1) the loop still waited: on an H100 the profile at 1 worker implied 3 workers,
+# yet 4 ran 1.2x slower than the best of a sweep while 6 to 8 were within 6 % (docs/profiling-model.md).
+HEADROOM = 2.0
 FEW_BATCHES = 20      # below this, start-up (first batch, worker start) dominates the averages
 ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch/examples on GPU)
 # With workers, the main process always waits a little per batch even when the workers are far
@@ -93,7 +98,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, 
         raw = needed = workers
     elif compute > 0:
         raw = math.ceil(produce / compute - 1e-9)
-        needed = raw + SPARE_WORKERS
+        needed = max(math.ceil(HEADROOM * produce / compute - 1e-9), raw + 1)
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
         raw = needed = numbers["worker_cap"]
     chosen = min(needed, numbers["worker_cap"])
@@ -121,19 +126,19 @@ RULES: tuple[Rule, ...] = (
     Rule("workers_from_main_process", lambda n: n["loader_bound"] and n["current_workers"] == 0,
          "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
          "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
-         "{raw_workers} run at once; with one spare that is {needed_workers}."),
+         "{raw_workers} run at once on average; with room for slow batches (twice the average) that is {needed_workers}."),
     Rule("workers_from_starved_loop", lambda n: n["loader_bound"] and n["current_workers"] > 0,
          "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
          "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
-         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers; with one spare, "
-         "{needed_workers}."),
+         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average. Workers hand batches "
+         "over in a fixed order, so one slow batch stalls the loop: size the pool at twice that, {needed_workers}."),
     Rule("capped_by_cpus", lambda n: n["capped"],
          "That is more than {cpu_ceiling} CPU(s) can run beside the main process, so num_workers is capped "
          "at {num_workers}. The loader will stay the bottleneck: make batches cheaper to build (keep the "
          "data on the GPU with --gpu-resident, simpler transforms) or plan for more CPUs with --cpus N."),
     Rule("no_room_for_spare", lambda n: n["spare_dropped"],
-         "The spare worker does not fit in {cpu_ceiling} CPU(s) beside the main process, so num_workers is "
-         "{num_workers}, just enough on average."),
+         "Twice the average need does not fit in {cpu_ceiling} CPU(s) beside the main process, so num_workers "
+         "is {num_workers}: enough on average, with less room for slow batches."),
     Rule("handoff_only", lambda n: n["loop_found"] and n["handoff_only"],
          "The {wait_ms:.2f} ms per batch still spent on the loader line is within the {handoff_ms} ms a main "
          "process needs to take a finished batch from its workers, which more workers do not remove."),
