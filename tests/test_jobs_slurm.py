@@ -119,7 +119,7 @@ def test_profile_then_tuned_jobs_write_lprof_report_and_metrics(ctx):
     assert f"=== report ({out}/{profile}.report.txt)" in log
 
     tuned_metrics = metrics(ctx["cwd"] / "runs" / "tuned" / f"{tuned}.metrics.json")
-    assert tuned_metrics["settings"]["num_workers"] == 1  # --cpus-per-task=2 leaves 1 worker
+    assert tuned_metrics["settings"]["num_workers"] == 0  # --cpus-per-task=2: both go to the main process
     assert tuned_metrics["settings"]["cpus_allowed"] == 2
     assert tuned_metrics["steps"] == 4 and tuned_metrics["images_per_sec"] > 0
     assert (ctx["cwd"] / "runs" / "tuned" / f"{tuned}.lprof").is_file()
