@@ -90,15 +90,10 @@ def _sbatch_problems(words: list[str], root: Path, env: dict[str, str]) -> list[
 
 
 def _without_site_options(options: list[str]) -> list[str]:
-    kept, skip = [], False
-    for option in options:
-        if skip:
-            skip = False
-        elif option in _SITE_OPTIONS:
-            skip = True
-        elif not option.startswith(tuple(o + "=" for o in _SITE_OPTIONS if o.startswith("--"))):
-            kept.append(option)
-    return kept
+    """The sandbox has none of the site's partitions or accounts, so their options are dropped."""
+    from profiling.sweep import strip_flags  # here, not at the top: it imports pandas and matplotlib
+
+    return strip_flags(options, _SITE_OPTIONS)
 
 
 def _script_args(words: list[str], root: Path) -> tuple[str, list[str]] | None:
