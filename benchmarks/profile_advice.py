@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 import pandas as pd  # noqa: E402
 
 from profiling.report import build_report  # noqa: E402
+from profiling.sweep import first_cpus  # noqa: E402
 
 GOAL_RATIO = 1.10     # advised epoch time within 10 % of the best
 OVERHEAD_GOAL = 1.05  # profiled epoch at most 5 % slower
@@ -101,7 +102,7 @@ def pinned_epoch(args: argparse.Namespace, workers: int, cpus: int, folder: Path
     """One unprofiled epoch held to `cpus` CPUs, as `--cpus-per-task=cpus` would hold it."""
     folder.mkdir(parents=True, exist_ok=True)
     metrics = folder / "metrics.json"
-    allowed = set(sorted(os.sched_getaffinity(0))[:cpus])
+    allowed = first_cpus(cpus)
     command = [sys.executable, *mnist_args(args), "--num-workers", str(workers), "--metrics-json", str(metrics)]
     print(f"\n== {title}\n   $ taskset ({len(allowed)} CPUs) {' '.join(command)}", flush=True)
     with (folder / "run.log").open("w", encoding="utf-8") as fh:

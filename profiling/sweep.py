@@ -72,10 +72,10 @@ def read_metrics(path: Path) -> tuple[float, float]:
     return float(data["images_per_sec"]), float(sum(epochs) / len(epochs))
 
 
-def pinned_cpus(workers: int) -> set[int]:
-    """The first W + 1 CPUs of this process's mask, or all of them when there are fewer."""
-    mine = sorted(os.sched_getaffinity(0))
-    return set(mine[: workers + 1]) if workers + 1 <= len(mine) else set(mine)
+def first_cpus(count: int) -> set[int]:
+    """The first `count` CPUs of this process's mask (all of them when there are fewer): what
+    `--cpus-per-task=count` would leave a job, so a local run can be held to the same share."""
+    return set(sorted(os.sched_getaffinity(0))[:count])
 
 
 def _row(s: Setting, cpus: int, status: str, detail: str) -> dict:
@@ -94,7 +94,7 @@ def run_local(settings: list[Setting]) -> list[dict]:
     rows = []
     for s in settings:
         s.log.parent.mkdir(parents=True, exist_ok=True)
-        cpus = pinned_cpus(s.workers)
+        cpus = first_cpus(s.workers + 1)
         env = dict(os.environ)
         if "SLURM_CPUS_PER_TASK" in env:  # keep the script's CPU count in step with the pinning
             env["SLURM_CPUS_PER_TASK"] = str(len(cpus))
