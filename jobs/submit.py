@@ -160,7 +160,8 @@ def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
 
 
 def with_workers(script_args: list[str], cpus: int) -> list[str]:
-    """As in the templates: --num-workers = the task's CPUs - 1, unless the caller chose one."""
+    """--num-workers = the task's CPUs - 1 (as in the DDP and preemptible templates), unless the caller
+    chose one. tuned.sbatch keeps two CPUs for the main process of a GPU run, as the advice model does."""
     if any(a == "--num-workers" or a.startswith("--num-workers=") for a in script_args):
         return list(script_args)
     return [*script_args, "--num-workers", str(max(cpus - 1, 0))]
