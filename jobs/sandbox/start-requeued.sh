@@ -6,13 +6,16 @@
 # pass, but sent BEFORE EligibleTime it relaunches the job with its revoked credential and the job
 # ends FAILED ("Killing non-startable batch job: Job credential revoked", seen in slurmctld.log).
 # So wait until the job is pending again and its EligibleTime has passed, then ask once.
-# Exits 0 once asked (or when the job has already left the queue), 1 after 120 s.
+# Exits 0 once asked, or when the job has already restarted or left the queue; 1 after 120 s.
 set -euo pipefail
 job=${1:?usage: start-requeued.sh JOBID}
 for _ in $(seq 240); do
     info=$(timeout 10 scontrol -o show job "$job" 2>/dev/null) || exit 0   # gone from the queue
     state=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | cut -d= -f2)
     eligible=$(grep -o 'EligibleTime=[^ ]*' <<<"$info" | cut -d= -f2)
+    restarts=$(grep -o 'Restarts=[0-9]*' <<<"$info" | cut -d= -f2)
+    # The scheduler may have started it on its own already (scontrol still shows finished jobs).
+    [[ $state != PENDING && ${restarts:-0} -ge 1 ]] && exit 0
     if [[ $state == PENDING && $eligible != Unknown && $eligible != None ]] \
         && (( $(date +%s) > $(date -d "$eligible" +%s) )); then
         timeout 10 scontrol update jobid="$job" StartTime=now
