@@ -232,10 +232,15 @@ def _first(ds: Dataset, n: int | None, what: str) -> Dataset:
 def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
     """MNIST (real, or generated with --synthetic) as torchvision datasets, cut to --train/--test-samples."""
     root = args.data_dir
+    if root.exists() and not root.is_dir():
+        raise SetupError(f"--data-dir {root} is a file, not a folder")
     if args.synthetic:
         root = args.data_dir / "synthetic"
-        synthetic_digits.ensure(root / "MNIST" / "raw", args.train_samples or FULL_TRAIN,
-                                args.test_samples or FULL_TEST, args.synthetic_seed)
+        try:
+            synthetic_digits.ensure(root / "MNIST" / "raw", args.train_samples or FULL_TRAIN,
+                                    args.test_samples or FULL_TEST, args.synthetic_seed)
+        except OSError as exc:
+            raise SetupError(f"cannot write the generated digits under {root}: {exc.strerror or exc}") from None
     elif args.download:
         try:
             datasets.MNIST(root, train=True, download=True)
@@ -244,6 +249,13 @@ def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
             raise SetupError(f"could not download MNIST into {root} ({type(exc).__name__}); "
                              "run this on a machine with internet, or use --synthetic") from None
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MNIST_MEAN,), (MNIST_STD,))])
+    raw = root / "MNIST" / "raw"
+    for name in (n for pair in synthetic_digits.FILES.values() for n in pair):
+        problem = (raw / name).exists() and synthetic_digits.idx_problem(raw / name)
+        if problem:
+            cure = ("run again to regenerate it" if args.synthetic
+                    else "fetch it again (--download, or --synthetic for generated digits)")
+            raise SetupError(f"{raw / name} is corrupt: {problem}; delete it and {cure}")
     try:
         train_ds = datasets.MNIST(root, train=True, transform=transform)
         test_ds = datasets.MNIST(root, train=False, transform=transform)

@@ -135,6 +135,28 @@ def write_idx(raw_dir: Path, split: str, images: torch.Tensor, labels: torch.Ten
     _write_atomic(raw_dir / label_file, struct.pack(">II", 0x801, n) + labels.numpy().tobytes())
 
 
+def idx_problem(path: Path) -> str | None:
+    """Why an IDX file cannot be MNIST data (None when its header and size agree).
+
+    torchvision reads a truncated file as "not found", which sends users to re-download what
+    they already have; checking the header first lets the error name the broken file instead."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            if len(head) < 4 or head[:2] != b"\0\0" or head[2] != 0x08 or not 1 <= head[3] <= 3:
+                return "not an IDX file of unsigned bytes (bad magic number)"
+            dims = f.read(4 * head[3])
+        if len(dims) < 4 * head[3]:
+            return "truncated in its header"
+        expected = 4 + len(dims) + math.prod(struct.unpack(f">{head[3]}I", dims))
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if size != expected:
+        return f"{size} bytes where its header promises {expected} ({'truncated' if size < expected else 'trailing data'})"
+    return None
+
+
 def ensure(raw_dir: Path, n_train: int, n_test: int, seed: int) -> bool:
     """Make sure raw_dir holds at least n_train/n_test generated images for this seed.
 

@@ -151,6 +151,48 @@ def test_missing_data_is_one_clear_line(python_exe: str, repo: Path, tmp_path: P
     assert not (tmp_path / "empty" / "synthetic").exists()           # no silent fallback to generated data
 
 
+def test_data_dir_that_is_a_file_is_one_clear_line(python_exe: str, repo: Path, tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("kept as it is\n")
+    proc = _run(python_exe, repo, str(repo / "mnist_classify.py"), "--data-dir", str(a_file), "--synthetic",
+                "--device", "cpu")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"mnist_classify.py: error: --data-dir {a_file} is a file, not a folder"]
+    assert a_file.read_text() == "kept as it is\n"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "bad-magic", "empty"])
+def test_corrupt_idx_file_is_named_not_reported_missing(python_exe: str, repo: Path, data_dir: Path,
+                                                          tmp_path: Path, damage: str) -> None:
+    """Files that are there but broken must not send the user off to re-download: the error
+    names the broken file and says what is wrong with it."""
+    sd.ensure(data_dir / "synthetic" / "MNIST" / "raw", 1920, 1000, 0)
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for pair in sd.FILES.values():
+        for name in pair:
+            (raw / name).write_bytes((data_dir / "synthetic" / "MNIST" / "raw" / name).read_bytes())
+    broken = raw / "train-images-idx3-ubyte"
+    data = broken.read_bytes()
+    broken.write_bytes({"truncate": data[:5000], "bad-magic": b"PK\x03\x04" + data[4:], "empty": b""}[damage])
+    proc = _run(python_exe, repo, str(repo / "mnist_classify.py"), "--data-dir", str(tmp_path), "--device", "cpu",
+                "--epochs", "1")
+    assert proc.returncode == 2, proc.stderr
+    errors = proc.stderr.strip().splitlines()
+    assert len(errors) == 1 and "Traceback" not in proc.stderr
+    assert f"{broken} is corrupt" in errors[0] and "not found" not in errors[0]
+    assert {"truncate": "truncated", "bad-magic": "bad magic", "empty": "bad magic"}[damage] in errors[0]
+
+
+def test_idx_problem_accepts_what_write_idx_writes(tmp_path: Path) -> None:
+    images, labels = sd.generate(30, 0, "train")
+    sd.write_idx(tmp_path, "train", images, labels)
+    assert [sd.idx_problem(tmp_path / name) for name in sd.FILES["train"]] == [None, None]
+    extra = tmp_path / sd.FILES["train"][1]
+    extra.write_bytes(extra.read_bytes() + b"\0")
+    assert "trailing data" in sd.idx_problem(extra)
+
+
 @pytest.mark.parametrize("argv", [
     ["--batch-size", "0"], ["--batch-size", "-3"], ["--num-workers", "-1"], ["--num-workers", "many"],
     ["--device", "tpu"], ["--lr", "0"], ["--epochs", "0"], ["--max-steps", "0"], ["--train-samples", "x"],
