@@ -20,6 +20,7 @@ from pathlib import Path
 from jobs.rules import RULES, Finding, check
 from jobs.script import read_script, split_sbatch_argv, with_command_line
 from jobs.site import SiteError, read_site, site_file, submit_environment
+from profiling.records import ProfileError
 
 BAD_INPUT = 2
 
@@ -85,11 +86,15 @@ def gather_command(args: argparse.Namespace) -> int:
     if args.workers is None and not listed.is_file():
         return _fail(f"no {listed} (no task of the array started): give the settings with --workers")
     try:
-        workers = parse_workers(args.workers or listed.read_text(encoding="utf-8").strip())
-    except ValueError as err:
+        workers = parse_workers(listed.read_text(encoding="utf-8").strip() if args.workers is None
+                                else args.workers)
+        advice, source = advice_from(Path(args.lprof) if args.lprof else None)
+    except (ValueError, OSError, ProfileError) as err:
         return _fail(str(err))
     results = collect(directory, workers)
-    advice, source = advice_from(Path(args.lprof) if args.lprof else None)
+    if (results["status"] != "ok").all():  # nothing to tabulate: keep the folder as it is
+        return _fail(f"no results in {directory} for num_workers={','.join(map(str, workers))}: "
+                     "did the array run, and with this job id? (each task writes w<N>.json)")
     text = write_outputs(directory, results, advice, source)
     print(text + f"\nwrote {directory}/sweep.csv, sweep.txt, sweep.json and sweep.png")
     failed = results[results["status"] != "ok"]

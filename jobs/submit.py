@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -241,8 +242,16 @@ def main(argv: list[str] | None = None) -> int:
     except (SiteError, ValueError) as err:
         print(f"dljobs submit: error: {err}", file=sys.stderr)
         return 2
+    if shutil.which("sbatch") is None:  # else every job of a sweep fails on its own, one line each
+        print("dljobs submit: error: sbatch not found: run this on a Slurm login node "
+              "(or start the sandbox: make slurm-up)", file=sys.stderr)
+        return 2
     folder = args.folder.resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        print(f"dljobs submit: error: --folder {args.folder}: {err.strerror or err}", file=sys.stderr)
+        return 2
     try:
         table = {"single": run_single, "ddp": run_ddp, "sweep": run_sweep}[args.verb](args, folder)
     except SubmitError as err:

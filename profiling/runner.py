@@ -28,6 +28,29 @@ SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLUR
               "SLURM_JOB_GPUS", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_CLUSTER_NAME")
 
 
+def script_problem(script: str) -> str | None:
+    """Why SCRIPT cannot be profiled, found without running it (None when it compiles).
+
+    Checked before anything is started or written: otherwise a typo in the path costs a kernprof
+    start-up, leaves a `.meta.json` behind and ends in "was the @profile function called?"."""
+    path = Path(script)
+    if not path.exists():
+        return f"no such script: {script}"
+    if path.is_dir():
+        return f"{script} is a folder, not a Python script"
+    try:
+        source = path.read_bytes()
+    except OSError as err:
+        return f"cannot read {script}: {err.strerror or err}"
+    try:
+        compile(source, script, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        return f"{script} is not valid Python (line {err.lineno}: {err.msg})"
+    except ValueError as err:  # null bytes: a binary file
+        return f"{script} is not a Python source file ({err})"
+    return None
+
+
 def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
     """The Slurm job id inside a job (the lessons' convention), else the script's name."""
     environ = os.environ if environ is None else environ
@@ -123,7 +146,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     workers, workers_source = script_num_workers(Path(script), script_args, cpus)
     if num_workers is not None:
         workers, workers_source = num_workers, "dlprof run --num-workers"
-    (out_dir / f"{stem}.samples.csv").unlink(missing_ok=True)  # never report a previous run's samples
+    for stale in (lprof, out_dir / f"{stem}.samples.csv"):  # never report a previous run's results
+        stale.unlink(missing_ok=True)
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
         "command": kernprof_command(script, script_args, lprof), "cwd": os.getcwd(),
@@ -169,6 +193,9 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.render import render
     from profiling.report import build_report, write_report
 
+    problem = script_problem(args.command[0])
+    if problem:
+        raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers)

@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ import pandas as pd
 
 from profiling.plots import new_figure
 from profiling.records import ProfileError
-from profiling.runner import declared_default, flag_value
+from profiling.runner import declared_default, flag_value, script_problem
 
 KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
 RESULT_COLUMNS = ("workers", "cpus", "images_per_sec", "epoch_seconds", "status", "detail")
@@ -290,8 +291,12 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
 def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed."""
     command = list(args.command)
-    if not Path(command[0]).is_file():
-        raise ProfileError(f"no such script: {command[0]}")
+    problem = script_problem(command[0])
+    if problem:
+        raise ProfileError(problem)
+    if args.slurm and shutil.which("sbatch") is None:
+        raise ProfileError("--slurm: sbatch not found: run this on a Slurm login node (or start the sandbox: "
+                           "make slurm-up)")
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)

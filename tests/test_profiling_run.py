@@ -95,9 +95,11 @@ def test_run_keeps_failing_exit_code_and_still_reports(tmp_path, python_exe, rep
 
 
 def test_run_of_missing_script_fails_cleanly(tmp_path, python_exe, repo):
+    """Refused before kernprof starts: one line, exit 2, and nothing written (no stray .meta.json)."""
     proc = dlprof(python_exe, repo, "run", "--output-dir", "out", "--", "nope.py", cwd=tmp_path)
-    assert proc.returncode != 0
-    assert "wrote no profile" in proc.stderr.splitlines()[-1]
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == ["dlprof run: error: no such script: nope.py"]
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
