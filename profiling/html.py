@@ -55,6 +55,10 @@ def _advice_section(report: Report) -> str:
     ]
     if advice.reasons:
         parts.append("<h3>Why</h3>" + _list(advice.reasons))
+    if advice.warnings:
+        parts.append("<h3>Warnings</h3>" + _list(advice.warnings))
+    if advice.notes:
+        parts.append("<h3>Also</h3>" + _list(advice.notes))
     if advice.edits:
         parts.append("<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>")
     if advice.fired_rules:

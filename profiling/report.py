@@ -94,7 +94,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                          f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
     notes += [CUDA_CAVEAT, WORKER_NOTE]
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts, meta), notes=notes, meta=meta, samples=samples, loop=loop)
+                  advice=advise(loop, facts), notes=notes, meta=meta, samples=samples, loop=loop)
 
 
 def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:

@@ -20,7 +20,8 @@ from profiling.compare import compare_phases
 from profiling.html import render_html
 from profiling.plots import write_plots
 from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
-from profiling.runner import declared_default, flag_value, output_stem, script_num_workers
+from profiling.argv import flag_value
+from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
 from profiling.sweep import best_of_repeats, pick_knee, strip_flags
 
