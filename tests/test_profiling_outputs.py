@@ -20,10 +20,10 @@ from profiling.compare import compare_phases
 from profiling.html import render_html
 from profiling.plots import write_plots
 from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
-from profiling.argv import flag_value
+from profiling.argv import flag_value, strip_flags
 from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import best_of_repeats, pick_knee, strip_flags
+from profiling.sweep import best_of_repeats, pick_knee
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
