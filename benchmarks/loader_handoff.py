@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, installed or not
-from profiling.advice import HANDOFF_MS  # noqa: E402
+from profiling.advice import HANDOFF_MS
 
 
 def measure(workers: int, batch_size: int, pin: bool, steps: int, step_s: float, device: torch.device) -> dict:

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
+import synthetic_digits
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-import synthetic_digits  # noqa: E402  (after the path tweak, so the repo copy is used)
 
 SCRIPT = REPO / "mnist_classify.py"
 

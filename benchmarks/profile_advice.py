@@ -26,14 +26,12 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from profiling.report import build_report
+from profiling.sweep import first_cpus
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import pandas as pd  # noqa: E402
-
-from profiling.report import build_report  # noqa: E402
-from profiling.sweep import first_cpus  # noqa: E402
-
 GOAL_RATIO = 1.10     # advised epoch time within 10 % of the best
 OVERHEAD_GOAL = 1.05  # profiled epoch at most 5 % slower
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from profiling.argv import flag_value
 from profiling.records import ProfileError
-from profiling.resources import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
+from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiling.resources import cpus_from_env
+from profiling.facts import cpus_from_env
 
 # One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
 SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")

@@ -24,7 +24,7 @@ from profiling.phases import classify_function
 from profiling.records import LINE_COLUMNS, PHASES, JobFacts, LoopSummary
 from profiling.render import render, report_dict
 from profiling.report import build_report, write_report
-from profiling.resources import Environment, cores_per_gpu_of, job_facts, parse_node
+from profiling.facts import Environment, cores_per_gpu_of, job_facts, parse_node
 
 NO_ENV = Environment(env={}, affinity=16)  # a 16-CPU machine outside Slurm, no GPU env
 PER_BATCH_MS = {"wait": 9.0, "copy": 0.1, "zero": 0.1, "forward": 0.4, "loss": 0.05, "backward": 0.7, "step": 0.3}
@@ -142,7 +142,7 @@ def test_never_asks_the_machine_for_its_core_count(monkeypatch):
     def forbidden() -> int:
         raise AssertionError("os.cpu_count() counts the node, not the job")
     monkeypatch.setattr(os, "cpu_count", forbidden)
-    from profiling.resources import read_environment
+    from profiling.facts import read_environment
     expected = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)))
     assert job_facts(environment=read_environment()).cpus == expected
 
