@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"| {r.workers} | failed: {r.detail} | | | |" for r in failed.itertuples()]
     verdict = "MET" if ratio <= GOAL_RATIO else "NOT MET"
     lines += ["", f"best epoch: num_workers={best_w} at {best:.2f} s; knee (5 % throughput rule): {knee}",
-              f"advised num_workers={advised_w} on {advised_cpus} CPUs: {advised:.2f} s = {ratio:.3f}x the best -> goal (<= {GOAL_RATIO:.2f}x) "
-              f"{verdict}", "", "## Profiling overhead (one epoch, same setting)", "",
+              f"advised num_workers={advised_w} on {advised_cpus} CPUs: {advised:.2f} s = {ratio:.3f}x the best "
+              f"-> goal (<= {GOAL_RATIO:.2f}x) {verdict}", "", "## Profiling overhead (one epoch, same setting)", "",
               "| setting | num_workers | unprofiled s | profiled s | ratio |", "|---|---:|---:|---:|---:|"]
     for name, w, prof, plain in overhead:
         lines.append(f"| {name} | {w} | {plain:.2f} | {prof:.2f} | {prof / plain:.3f}x |")

@@ -125,7 +125,8 @@ def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[st
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        parser.exit(EXIT_BAD_INPUT, f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
+        parser.exit(EXIT_BAD_INPUT,
+                    f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
     return command
 
 

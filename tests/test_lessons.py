@@ -183,7 +183,8 @@ def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path:
         assert gpu, f"GPU figures (a `text gpu` block or the placeholder <!-- GPU-RESULTS: lesson{number} -->)"
 
 
-_KIT_PATH = re.compile(r"\b(?:jobs|profiling|multi_gpu|lessons|benchmarks|docs)/[\w./-]*\w\.(?:md|py|sh|sbatch|env|example)\b")
+_KIT_PATH = re.compile(
+    r"\b(?:jobs|profiling|multi_gpu|lessons|benchmarks|docs)/[\w./-]*\w\.(?:md|py|sh|sbatch|env|example)\b")
 
 
 @pytest.mark.parametrize("path", [*LESSONS, REPO / "lessons" / "README.md"], ids=lambda p: p.stem)

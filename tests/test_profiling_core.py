@@ -112,7 +112,8 @@ def test_phases_from_the_ast(snippet, expected):
 
 def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
     (tmp_path / "w.py").write_text("def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n")
-    path = write_lprof(tmp_path / "w.lprof", {("w.py", 1, "work"): [(2, 1, 10), (3, 11, 50), (4, 10, 40), (5, 1, 5)]}, 1e-9)
+    path = write_lprof(tmp_path / "w.lprof",
+                       {("w.py", 1, "work"): [(2, 1, 10), (3, 11, 50), (4, 10, 40), (5, 1, 5)]}, 1e-9)
     report = build_report(path, environment=NO_ENV)
     assert len(report.lines) == 4 and report.loop is None
     assert report.advice.num_workers is None and report.advice.fired_rules == ["no_loader_loop"]

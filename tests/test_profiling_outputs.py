@@ -40,7 +40,8 @@ def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.
     samples = None
     if with_samples:
         samples = pd.DataFrame({"time_s": [1.0, 2.0, 3.0] * 2, "device": ["cpu"] * 3 + ["gpu0"] * 3,
-                                "util_pct": [50, 60, 55, 20, 30, 25], "mem_used_mib": [800, 900, 950, 1e3, 1.2e3, 1.2e3],
+                                "util_pct": [50, 60, 55, 20, 30, 25],
+                                "mem_used_mib": [800, 900, 950, 1e3, 1.2e3, 1.2e3],
                                 "cores_busy": [1, 1.2, 1.1] + [math.nan] * 3})
     return Report(tmp_path / "x.lprof", lines, phases, JobFacts(4, 1, 1, source="hand-made"),
                   Advice(3, 4, ["data wait 32 ms per batch > compute 21 ms"],
