@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # System packages and daemons need root; a learner's laptop gets sudo.
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test install install-dev system-deps slurm-up slurm-down clean
+.PHONY: demo test lint install install-dev system-deps slurm-up slurm-down clean
 
 # Debian's python3 can only make a venv once python3-venv is installed.
 $(PY):
@@ -40,8 +40,12 @@ slurm-down:
 
 # pytest's exit code 5 (no tests collected) is not 0, so it fails this target like any other.
 # --durations lists the slowest tests, to keep an eye on the 30-minute CI budget.
-test: install-dev system-deps slurm-up
+test: install-dev system-deps slurm-up lint
 	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+
+# ruff, configured in pyproject.toml: pycodestyle and pyflakes, 120 columns.
+lint: install-dev
+	$(PY) -m ruff check .
 
 clean:
 	rm -rf runs .pytest_cache .hypothesis

@@ -80,7 +80,8 @@ def _number(kind: type, minimum: float, strict: bool = False, auto: bool = False
     return convert
 
 
-_positive_int = _number(int, 1)
+positive_int = _number(int, 1)       # also the later lessons' argparse types
+non_negative_int = _number(int, 0)
 _positive_float = _number(float, 0, strict=True)
 _workers = _number(int, 0, auto=True)
 
@@ -90,22 +91,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description="PyTorch MNIST example, ready to profile and tune on a Slurm cluster.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--batch-size", type=_positive_int, default=64, metavar="N",
+    p.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
                    help="input batch size for training")
-    p.add_argument("--test-batch-size", type=_positive_int, default=1000, metavar="N",
+    p.add_argument("--test-batch-size", type=positive_int, default=1000, metavar="N",
                    help="input batch size for testing")
-    p.add_argument("--epochs", type=_positive_int, default=14, metavar="N", help="number of epochs to train")
+    p.add_argument("--epochs", type=positive_int, default=14, metavar="N", help="number of epochs to train")
     p.add_argument("--lr", type=_positive_float, default=1.0, metavar="LR", help="learning rate (Adadelta)")
     p.add_argument("--gamma", type=_positive_float, default=0.7, metavar="M",
                    help="learning-rate decay per epoch (StepLR)")
     p.add_argument("--no-cuda", action="store_true", help="never use a GPU (same as --device cpu)")
     p.add_argument("--dry-run", action="store_true", help="one batch per epoch, to check that the script runs")
     p.add_argument("--seed", type=int, default=1, metavar="S", help="random seed for weights, dropout and shuffling")
-    p.add_argument("--log-interval", type=_positive_int, default=10, metavar="N",
+    p.add_argument("--log-interval", type=positive_int, default=10, metavar="N",
                    help="batches between training-loss lines (each line waits for the GPU)")
     p.add_argument("--save-model", action="store_true", help="write the trained weights to mnist_cnn.pt")
 
-    g = p.add_argument_group("data loading (lesson 4)")
+    g = p.add_argument_group("data loading (lesson 03)")
     g.add_argument("--num-workers", type=_workers, default=1, metavar="N|auto",
                    help="DataLoader worker processes; 'auto' = the CPUs this job may use minus one. "
                         "The default 1 is the lesson's bottleneck")
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="page-locked host batches for faster copies (default: on with CUDA)")
     g.add_argument("--persistent-workers", action="store_true",
                    help="keep workers alive between epochs instead of restarting them")
-    g.add_argument("--prefetch-factor", type=_positive_int, default=None, metavar="N",
+    g.add_argument("--prefetch-factor", type=positive_int, default=None, metavar="N",
                    help="batches each worker prepares ahead (torch's default is 2)")
 
     g = p.add_argument_group("data source")
@@ -125,12 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use generated digits in MNIST's file layout under DATA_DIR/synthetic (works offline)")
     g.add_argument("--synthetic-seed", type=int, default=0, metavar="S",
                    help="seed of the generated digit set (separate from --seed so runs share one set)")
-    g.add_argument("--train-samples", type=_positive_int, default=None, metavar="N",
+    g.add_argument("--train-samples", type=positive_int, default=None, metavar="N",
                    help="train on the first N images (with --synthetic, also how many are generated)")
-    g.add_argument("--test-samples", type=_positive_int, default=None, metavar="N",
+    g.add_argument("--test-samples", type=positive_int, default=None, metavar="N",
                    help="test on the first N images (with --synthetic, also how many are generated)")
 
-    g = p.add_argument_group("speed (lesson 5)")
+    g = p.add_argument_group("speed (lesson 04)")
     g.add_argument("--amp", action="store_true", help="bf16 autocast on CUDA (ignored, with a note, elsewhere)")
     g.add_argument("--channels-last", action="store_true", help="NHWC memory layout for model and inputs")
     g.add_argument("--compile", action="store_true", help="torch.compile the model (the first epoch pays the compile)")
@@ -141,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("run control and measurement")
     g.add_argument("--device", choices=["auto", "cuda", "cpu", "mps"], default="auto",
                    help="where to train; auto = cuda, then mps, then cpu")
-    g.add_argument("--max-steps", type=_positive_int, default=None, metavar="N",
+    g.add_argument("--max-steps", type=positive_int, default=None, metavar="N",
                    help="stop training after N optimizer steps in total (tests, quick demos)")
     g.add_argument("--metrics-json", type=Path, default=None, metavar="PATH",
                    help="write epoch times, images/s, data-wait time, test results and settings as JSON")
@@ -433,9 +434,7 @@ def settings(args: argparse.Namespace, device: torch.device, ctx: dict, train_ds
 def write_json(path: Path, payload: dict) -> None:
     """Write through a temporary file so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    os.replace(tmp, path)
+    synthetic_digits.write_atomic(path, (json.dumps(payload, indent=2) + "\n").encode())
 
 
 def main(argv: list[str] | None = None) -> int:

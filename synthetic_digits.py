@@ -121,7 +121,8 @@ def generate(n: int, seed: int, split: str) -> tuple[torch.Tensor, torch.Tensor]
     return torch.cat([p[0] for p in parts])[:n], torch.cat([p[1] for p in parts])[:n]
 
 
-def _write_atomic(path: Path, payload: bytes) -> None:
+def write_atomic(path: Path, payload: bytes) -> None:
+    """Write through a temporary file and a rename, so a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(payload)
     os.replace(tmp, path)
@@ -131,8 +132,8 @@ def write_idx(raw_dir: Path, split: str, images: torch.Tensor, labels: torch.Ten
     """MNIST's IDX layout: big-endian magic and sizes, then the raw uint8 bytes."""
     image_file, label_file = FILES[split]
     n, rows, cols = images.shape
-    _write_atomic(raw_dir / image_file, struct.pack(">IIII", 0x803, n, rows, cols) + images.numpy().tobytes())
-    _write_atomic(raw_dir / label_file, struct.pack(">II", 0x801, n) + labels.numpy().tobytes())
+    write_atomic(raw_dir / image_file, struct.pack(">IIII", 0x803, n, rows, cols) + images.numpy().tobytes())
+    write_atomic(raw_dir / label_file, struct.pack(">II", 0x801, n) + labels.numpy().tobytes())
 
 
 def idx_problem(path: Path) -> str | None:
@@ -153,7 +154,8 @@ def idx_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"unreadable ({exc.strerror or exc})"
     if size != expected:
-        return f"{size} bytes where its header promises {expected} ({'truncated' if size < expected else 'trailing data'})"
+        damage = "truncated" if size < expected else "trailing data"
+        return f"{size} bytes where its header promises {expected} ({damage})"
     return None
 
 
@@ -180,6 +182,6 @@ def ensure(raw_dir: Path, n_train: int, n_test: int, seed: int) -> bool:
             n_train, n_test = max(n_train, have.get("train", 0)), max(n_test, have.get("test", 0))
         for split, n in (("train", n_train), ("test", n_test)):
             write_idx(raw_dir, split, *generate(n, seed, split))
-        _write_atomic(manifest, json.dumps({"format": FORMAT, "seed": seed, "train": n_train,
+        write_atomic(manifest, json.dumps({"format": FORMAT, "seed": seed, "train": n_train,
                                             "test": n_test}, indent=2).encode())
         return True

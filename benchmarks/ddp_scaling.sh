@@ -12,6 +12,7 @@
 # SIGNAL_GPUS (GPUs for the signal-to-exit runs), SIGNAL_AFTER (seconds of training before it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the kit, for a checkout that is not installed
 
 PY=${PY:-$(command -v python)}
 OUT=${OUT:-runs/ddp_scaling/$(date +%Y%m%d-%H%M%S)}
@@ -71,7 +72,7 @@ for n in $GPU_COUNTS; do
   echo "-- $RESNET_MODEL on $n"
   baseline=(); [[ -f "$OUT/resnet-1.json" ]] && baseline=(--baseline-json "$OUT/resnet-1.json")
   ckpt=(); [[ "$n" == "$max_count" ]] && ckpt=(--checkpoint-dir "$OUT/ckpt-resnet-$n")
-  launch "$n" multi_gpu/resnet_bench.py "${resnet_args[@]}" "${baseline[@]}" "${ckpt[@]}" \
+  launch "$n" benchmarks/resnet_bench.py "${resnet_args[@]}" "${baseline[@]}" "${ckpt[@]}" \
     --results-json "$OUT/resnet-$n.json" > "$OUT/resnet-$n.log" 2>&1 \
     || { echo "$RESNET_MODEL on $n failed; see $OUT/resnet-$n.log" >&2; tail -20 "$OUT/resnet-$n.log" >&2; exit 1; }
 done
@@ -101,7 +102,7 @@ echo "-- signal to exit on $SIGNAL_GPUS"
 signal_run mnist "training started" multi_gpu/mnist_ddp.py "${mnist_args[@]}" --epochs 1000 \
   --batch-size $((MNIST_BATCH * SIGNAL_GPUS)) --checkpoint-dir "$OUT/ckpt-mnist-signal" \
   --metrics-json "$OUT/signal-mnist.json"
-signal_run "$RESNET_MODEL" "training until a signal" multi_gpu/resnet_bench.py "${resnet_args[@]}" \
+signal_run "$RESNET_MODEL" "training until a signal" benchmarks/resnet_bench.py "${resnet_args[@]}" \
   --until-signal --checkpoint-dir "$OUT/ckpt-resnet-signal" --results-json "$OUT/signal-resnet.json"
 
 # 3. the tables

@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, installed or not
-from profiling.advice import HANDOFF_MS  # noqa: E402
+from profiling.advice import HANDOFF_MS
 
 
 def measure(workers: int, batch_size: int, pin: bool, steps: int, step_s: float, device: torch.device) -> dict:
@@ -71,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
           f"HANDOFF_MS in the advice = {HANDOFF_MS}")
     print(f"{'workers':>7} {'batch':>6} {'pin':>5} {'median ms':>10} {'p90 ms':>8}")
     for r in rows:
-        print(f"{r['workers']:>7} {r['batch_size']:>6} {str(r['pin_memory']):>5} {r['median_ms']:>10.3f} {r['p90_ms']:>8.3f}")
+        print(f"{r['workers']:>7} {r['batch_size']:>6} {str(r['pin_memory']):>5} "
+              f"{r['median_ms']:>10.3f} {r['p90_ms']:>8.3f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"device": str(device), "handoff_ms_constant": HANDOFF_MS, "rows": rows}, indent=2))
     print(f"wrote {args.out}")

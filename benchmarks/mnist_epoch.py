@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
+import synthetic_digits
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-import synthetic_digits  # noqa: E402  (after the path tweak, so the repo copy is used)
 
 SCRIPT = REPO / "mnist_classify.py"
 
@@ -71,7 +71,8 @@ def run_one(args: argparse.Namespace, label: str, flags: list[str], metrics: Pat
         "warm_images_per_s": round(images_per_epoch / epochs[-1]),
         "data_wait_pct": round(100 * m["data_wait_fraction"], 1),
         "test_accuracy": round(m["test_accuracy"], 2), "steps": m["steps"],
-        "amp": m["settings"]["amp"], "device": m["settings"]["device"], "gpu": (m["settings"]["gpus_visible"] or ["-"])[0],
+        "amp": m["settings"]["amp"], "device": m["settings"]["device"],
+        "gpu": (m["settings"]["gpus_visible"] or ["-"])[0],
         "cpus_allowed": m["settings"]["cpus_allowed"]})
     return row
 

@@ -26,14 +26,12 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from profiling.report import build_report
+from profiling.sweep import first_cpus
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import pandas as pd  # noqa: E402
-
-from profiling.report import build_report  # noqa: E402
-from profiling.sweep import first_cpus  # noqa: E402
-
 GOAL_RATIO = 1.10     # advised epoch time within 10 % of the best
 OVERHEAD_GOAL = 1.05  # profiled epoch at most 5 % slower
 
@@ -176,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"| {r.workers} | failed: {r.detail} | | | |" for r in failed.itertuples()]
     verdict = "MET" if ratio <= GOAL_RATIO else "NOT MET"
     lines += ["", f"best epoch: num_workers={best_w} at {best:.2f} s; knee (5 % throughput rule): {knee}",
-              f"advised num_workers={advised_w} on {advised_cpus} CPUs: {advised:.2f} s = {ratio:.3f}x the best -> goal (<= {GOAL_RATIO:.2f}x) "
-              f"{verdict}", "", "## Profiling overhead (one epoch, same setting)", "",
+              f"advised num_workers={advised_w} on {advised_cpus} CPUs: {advised:.2f} s = {ratio:.3f}x the best "
+              f"-> goal (<= {GOAL_RATIO:.2f}x) {verdict}", "", "## Profiling overhead (one epoch, same setting)", "",
               "| setting | num_workers | unprofiled s | profiled s | ratio |", "|---|---:|---:|---:|---:|"]
     for name, w, prof, plain in overhead:
         lines.append(f"| {name} | {w} | {plain:.2f} | {prof:.2f} | {prof / plain:.3f}x |")

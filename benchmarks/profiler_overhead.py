@@ -64,7 +64,7 @@ def main() -> int:
         for name, ts in times.items():
             med = statistics.median(ts)
             rows.append((w, name, med, med / plain, ", ".join(f"{t:.2f}" for t in ts)))
-    print(f"\n| num_workers | variant | median epoch s | vs plain | runs (s) |\n|---:|---|---:|---:|---|")
+    print("\n| num_workers | variant | median epoch s | vs plain | runs (s) |\n|---:|---|---:|---:|---|")
     for w, name, med, ratio, runs in rows:
         print(f"| {w} | {name} | {med:.2f} | {ratio:.3f}x | {runs} |")
     print(f"\nPython {sys.version.split()[0]}; {args.repeats} repeat(s), interleaved")

@@ -77,7 +77,8 @@ def sbatch_command(argv: list[str]) -> int:
 
 
 def gather_command(args: argparse.Namespace) -> int:
-    from jobs.gather import advice_from, collect, parse_workers, write_outputs
+    from jobs.gather import advice_from, collect, parse_workers
+    from profiling.sweep import write_outputs
 
     directory = Path(args.directory)
     if not directory.is_dir():

@@ -1,18 +1,18 @@
 """Gather a sweep array's results (one metrics JSON per task) into one table and plot.
 
-The table, the knee and the plot are profiling.sweep's own (the same ones `dlprof sweep` writes),
+The table, the knee, the plot and the writer of the sweep's files are profiling.sweep's own
+(`write_outputs`, the one `dlprof sweep` uses),
 so the array and the submitit sweep cannot disagree on how a sweep is read. This module only
 knows where the array's tasks left their files: <dir>/w<W>.json.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
-from profiling.sweep import RESULT_COLUMNS, best_of_repeats, pick_knee, plot_sweep, read_metrics, summary
+from profiling.sweep import RESULT_COLUMNS, best_of_repeats, read_metrics
 
 
 def parse_workers(text: str) -> list[int]:
@@ -42,20 +42,6 @@ def collect(directory: Path, workers: list[int]) -> pd.DataFrame:
             row.update(status="failed", detail=f"unreadable {path.name}: {err}")
         rows.append(row)
     return best_of_repeats(rows)[list(RESULT_COLUMNS)]
-
-
-def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = None,
-                  advice_source: str = "") -> str:
-    """Write sweep.csv/.txt/.json/.png next to the task files; returns the text summary."""
-    knee = pick_knee(results)
-    text = summary(results, knee, advice, advice_source)
-    results.to_csv(directory / "sweep.csv", index=False)
-    (directory / "sweep.txt").write_text(text, encoding="utf-8")
-    (directory / "sweep.json").write_text(json.dumps({
-        "knee": knee, "advice": advice, "advice_source": advice_source,
-        "results": json.loads(results.to_json(orient="records"))}, indent=2) + "\n", encoding="utf-8")
-    plot_sweep(results, knee, advice, directory / "sweep.png")
-    return text
 
 
 def advice_from(lprof: Path | None) -> tuple[int | None, str]:

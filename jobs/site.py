@@ -7,7 +7,6 @@ read the file, export its non-empty SBATCH_* values and DLKIT_ROOT, run sbatch.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path

@@ -9,9 +9,8 @@ folder) and exits 1 with a one-line reason per failed job. Site settings come fr
 jobs/site.env as the templates: its SBATCH_* values reach submitit's sbatch through the
 environment, and its data dir becomes MNIST_DATA.
 
-Every submission gets a FRESH executor: submitit's update_parameters accumulates, so a reused
-executor would carry an earlier setting's options into the next job. The sweep itself is
-profiling.sweep's (one implementation of "one job per num_workers, cpus = workers + 1").
+The executor set-up and the wait for a job are profiling.slurm's (a fresh executor per job), and the
+sweep itself is profiling.sweep's (one implementation of "one job per num_workers, cpus = workers + 1").
 """
 from __future__ import annotations
 
@@ -22,31 +21,19 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
+from profiling.argv import has_flag
+from profiling.slurm import JobShape, new_executor, wait_until_done
 
 SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
 COLUMNS = ("job_id", "status", "state", "world_size", "num_workers", "cpus_allowed", "steps", "images_per_sec",
            "test_accuracy", "detail")
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "UNKNOWN", "READY"})
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What one job asks for: the same knobs the sbatch templates set."""
-
-    cpus_per_task: int = 1
-    gpus_per_node: int = 1
-    tasks_per_node: int = 1
-    nodes: int = 1
-    mem_gb: int = 8
-    time_min: int = 20
-    name: str = "mnist"
 
 
 def site_environment(environ: dict[str, str]) -> dict[str, str]:
@@ -59,20 +46,6 @@ def site_environment(environ: dict[str, str]) -> dict[str, str]:
         env["MNIST_DATA"] = str(data if Path(data).is_absolute() else KIT_ROOT / data)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(KIT_ROOT), environ.get("PYTHONPATH")) if p)
     return env
-
-
-def new_executor(folder: Path, shape: Shape):
-    """A fresh submitit executor for one job (see the module docstring for why fresh)."""
-    import submitit
-
-    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    params: dict[str, Any] = {"name": shape.name, "nodes": shape.nodes, "tasks_per_node": shape.tasks_per_node,
-                              "cpus_per_task": shape.cpus_per_task, "mem_gb": shape.mem_gb,
-                              "timeout_min": shape.time_min}
-    if shape.gpus_per_node:
-        params["gpus_per_node"] = shape.gpus_per_node
-    executor.update_parameters(**params)
-    return executor
 
 
 def _read_metrics(path: Path) -> dict[str, Any]:
@@ -142,16 +115,11 @@ def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
     """Wait for one job; a row with its metrics, or with a one-line reason when it failed.
 
     A job pending for a reason that can never clear is cancelled instead of waited on forever
-    (profiling.sweep's list of such reasons).
+    (profiling.slurm.wait_until_done).
     """
-    from profiling.sweep import NEVER_STARTS, pending_reason
-
-    while not job.done():
-        reason = pending_reason(job.job_id)
-        if reason.startswith(NEVER_STARTS):
-            job.cancel(check=False)
-            return _row(job, None, f"job {job.job_id} can never start here (pending: {reason}); cancelled")
-        time.sleep(poll_s)
+    cancelled = wait_until_done(job, poll_s)
+    if cancelled:
+        return _row(job, None, cancelled)
     try:
         results = job.results()  # one entry per task (a DDP job has several); rank 0 carries the metrics
     except Exception as error:  # FailedJobError / UncompletedJobError: the job's own failure
@@ -163,7 +131,7 @@ def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
 def with_workers(script_args: list[str], cpus: int) -> list[str]:
     """--num-workers = the task's CPUs - 1 (as in the DDP and preemptible templates), unless the caller
     chose one. tuned.sbatch keeps two CPUs for the main process of a GPU run, as the advice model does."""
-    if any(a == "--num-workers" or a.startswith("--num-workers=") for a in script_args):
+    if has_flag(script_args, "--num-workers"):
         return list(script_args)
     return [*script_args, "--num-workers", str(max(cpus - 1, 0))]
 
@@ -172,7 +140,7 @@ class SubmitError(RuntimeError):
     """sbatch refused the job (e.g. more CPUs or GPUs than any node has): one line, exit 2."""
 
 
-def launch(task: Any, shape: Shape, args: argparse.Namespace, folder: Path, what: str) -> pd.DataFrame:
+def launch(task: Any, shape: JobShape, args: argparse.Namespace, folder: Path, what: str) -> pd.DataFrame:
     """Submit one job from a fresh executor, wait for it, and return its one-row table."""
     metrics_json = str(folder / f"{shape.name}.metrics.json")
     try:
@@ -185,22 +153,22 @@ def launch(task: Any, shape: Shape, args: argparse.Namespace, folder: Path, what
 
 
 def run_single(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
-    shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, mem_gb=args.mem_gb,
-                  time_min=args.time_min, name="mnist-single")
+    shape = JobShape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, mem_gb=args.mem_gb,
+                     time_min=args.time_min, name="mnist-single")
     return launch(train_task, shape, args, folder, f"single run (cpus_per_task={args.cpus}, gpus={args.gpus})")
 
 
 def run_ddp(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     gpus = max(args.gpus, 1)
-    shape = Shape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, tasks_per_node=gpus, nodes=args.nodes,
-                  mem_gb=args.mem_gb, time_min=args.time_min, name="mnist-ddp")
+    shape = JobShape(cpus_per_task=args.cpus, gpus_per_node=args.gpus, tasks_per_node=gpus, nodes=args.nodes,
+                     mem_gb=args.mem_gb, time_min=args.time_min, name="mnist-ddp")
     return launch(ddp_task, shape, args, folder, f"DDP run ({args.nodes} node(s) x {gpus} task(s), one per GPU)")
 
 
 def run_sweep(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     """profiling.sweep's Slurm sweep: one job per setting, each from a fresh executor."""
-    from jobs.gather import parse_workers, write_outputs
-    from profiling.sweep import best_of_repeats, run_slurm, settings_for
+    from jobs.gather import parse_workers
+    from profiling.sweep import best_of_repeats, run_slurm, settings_for, write_outputs
 
     sweep_args = argparse.Namespace(time_min=args.time_min, gpus=args.gpus or None, partition=None)
     settings = settings_for([str(SCRIPTS["single"]), *args.script_args], parse_workers(args.workers), folder)

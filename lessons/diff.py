@@ -4,7 +4,8 @@
     python -m lessons.diff mnist_classify.py:main multi_gpu/mnist_ddp.py:main
 
 ``FILE:NAME`` compares one top-level function or class only (``FILE:A,B`` several, in that
-order), which keeps the diff to the lines a lesson is about. The lessons call this instead of pasting a diff, so the diff is always current.
+order), which keeps the diff to the lines a lesson is about. The lessons call this instead of pasting
+a diff, so the diff is always current.
 Unlike ``diff -u``, it exits 0 when the files differ, so a lesson block does not look failed.
 """
 from __future__ import annotations

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from lessons.blocks import Block, commands
+from profiling.argv import strip_flags
 
 KIT_DIRS = ("jobs", "profiling", "multi_gpu", "lessons", "benchmarks", "docs", "tests")
 _SHELL_OPS = {"&&", "||", "|", ";", "&"}
@@ -91,8 +92,6 @@ def _sbatch_problems(words: list[str], root: Path, env: dict[str, str]) -> list[
 
 def _without_site_options(options: list[str]) -> list[str]:
     """The sandbox has none of the site's partitions or accounts, so their options are dropped."""
-    from profiling.sweep import strip_flags  # here, not at the top: it imports pandas and matplotlib
-
     return strip_flags(options, _SITE_OPTIONS)
 
 

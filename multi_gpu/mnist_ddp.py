@@ -1,4 +1,4 @@
-"""Lesson 6: lesson 1's MNIST on several GPUs with DistributedDataParallel, safe to preempt.
+"""Lesson 05: lesson 1's MNIST on several GPUs with DistributedDataParallel; lesson 07 makes it safe to preempt.
 
 The model, data, train() and test() are lesson 1's (mnist_classify.py). What changes:
 
@@ -8,7 +8,8 @@ The model, data, train() and test() are lesson 1's (mnist_classify.py). What cha
 3. a DistributedSampler gives every process its own share of each epoch (``set_epoch`` reshuffles);
 4. the model is wrapped in DDP, which averages the gradients across processes in backward();
 5. rank 0 alone evaluates, prints and writes the metrics, after summing the ranks' numbers;
-6. with ``--checkpoint-dir`` it checkpoints, resumes, and stops cleanly on SIGUSR1/SIGTERM.
+6. with ``--checkpoint-dir`` it checkpoints, resumes, and stops cleanly on SIGUSR1/SIGTERM (lesson 07:
+   ``multi_gpu.resumable.start_checkpointing`` and ``after_preemption``; without it they do nothing).
 
     python multi_gpu/mnist_ddp.py --synthetic --epochs 1                   # one process
     torchrun --standalone --nproc_per_node=2 multi_gpu/mnist_ddp.py --synthetic
@@ -16,27 +17,26 @@ The model, data, train() and test() are lesson 1's (mnist_classify.py). What cha
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import hashlib
 import os
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.optim as optim
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.optim.lr_scheduler import StepLR
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file from anywhere
-import mnist_classify as lesson1  # noqa: E402
-from multi_gpu import dist_env  # noqa: E402
-from multi_gpu.preemption import PreemptionGuard, requeue_slurm_job, shield_workers  # noqa: E402
-from multi_gpu.resumable import (  # noqa: E402
-    CheckpointHook, RestoreRngOnIter, ResumeError, add_checkpoint_args, gather_objects,
-    restore_rng_now, resume, unwrap)
-from multi_gpu.sampler import ResumableDistributedSampler  # noqa: E402
+import mnist_classify as lesson1
+from multi_gpu import dist_env
+from multi_gpu.resumable import (CheckpointHook, NoCheckpoints, RestoreRngOnIter, ResumeError, add_checkpoint_args,
+                                 after_preemption, gather_objects, restore_rng_now, start_checkpointing, unwrap)
+from multi_gpu.sampler import ResumableDistributedSampler
 
 EXIT_PREEMPTED = 75  # EX_TEMPFAIL: "try again"; a wrapper loop reruns the command to resume
 
@@ -71,29 +71,47 @@ def params_digest(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
-def run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
-               train_loader, test_loader, hook: CheckpointHook | None, rng_state) -> dict:
+@dataclass(frozen=True)
+class Training:
+    """What the epoch loop works on, built once by ``run_training``."""
+
+    args: argparse.Namespace        # as parsed: the global batch
+    local_args: argparse.Namespace  # what lesson 1's loaders and train() see: the per-process batch
+    dist: dist_env.DistEnv
+    device: torch.device
+    model: torch.nn.Module          # the DDP (maybe compiled) wrapper that trains
+    net: torch.nn.Module            # the plain network inside, which rank 0 evaluates
+    optimizer: torch.optim.Optimizer
+    scheduler: StepLR
+    sampler: ResumableDistributedSampler
+    train_loader: Any
+    test_loader: Any
+
+
+def run_epochs(run: Training, hook: CheckpointHook | NoCheckpoints, rng_state: dict | None) -> dict:
     """Lesson 1's epoch loop, made resumable: returns the numbers of all ranks, summed by rank 0.
 
     A resumed run starts inside an epoch: the sampler skips the batches already trained, and
-    the saved RNG state is put back right after the loader's iterator is created.
+    the saved RNG state is put back right after the loader's iterator is created. Without
+    --checkpoint-dir the hook is a `NoCheckpoints`, and each of its steps does nothing.
     """
+    args, dist, device = run.args, run.dist, run.device
     totals = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0}
     epoch_seconds, test_loss, accuracy, finished_loop = [], float("nan"), float("nan"), True
-    first_epoch = hook.progress.epoch if hook else 1
+    first_epoch = hook.progress.epoch
     for epoch in range(first_epoch, args.epochs + 1):
-        sampler.set_epoch(epoch)
-        if hook is not None:
-            start_step = hook.progress.step_in_epoch if epoch == first_epoch else 0
-            sampler.skip(start_step * local_args.batch_size)
-            hook.begin_epoch(epoch, start_step)
+        run.sampler.set_epoch(epoch)
+        start_step = hook.progress.step_in_epoch if epoch == first_epoch else 0
+        run.sampler.skip(start_step * run.local_args.batch_size)
+        hook.begin_epoch(epoch, start_step)
         stats = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0, "stopped": False}
-        if len(sampler) == 0:  # resumed after the epoch's last step: nothing left to train
+        if len(run.sampler) == 0:  # resumed after the epoch's last step: nothing left to train
             restore_rng_now(rng_state, device)
         else:
             left = None if args.max_steps is None else args.max_steps - totals["steps"]
-            stats = lesson1.train(local_args, model, device, RestoreRngOnIter(train_loader, rng_state, device),
-                                  optimizer, epoch, step_hook=hook, max_steps=left)
+            stats = lesson1.train(run.local_args, run.model, device,
+                                  RestoreRngOnIter(run.train_loader, rng_state, device), run.optimizer, epoch,
+                                  step_hook=hook.step_hook, max_steps=left)
         rng_state = None
         ranks = gather_objects(stats, dist)
         epoch_seconds.append(max(s["seconds"] for s in ranks))
@@ -101,24 +119,26 @@ def run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler,
         totals["steps"] += stats["steps"]
         totals["images"] += sum(s["images"] for s in ranks)
         totals["data_wait_seconds"] += sum(s["data_wait_seconds"] for s in ranks) / dist.world_size
-        if hook is not None and hook.preempted:
+        if hook.preempted:
             finished_loop = False
             break
         if stats["stopped"]:  # --max-steps ended the run inside this epoch
             finished_loop = False
-            if hook is not None:
-                hook.save()
+            hook.save()
         if dist.is_main:
-            test_loss, accuracy = lesson1.test(net, device, test_loader, amp=args.amp,
+            test_loss, accuracy = lesson1.test(run.net, device, run.test_loader, amp=args.amp,
                                                channels_last=args.channels_last)
         if stats["stopped"]:
             break
-        scheduler.step()
-        if hook is not None and hook.stop_requested():  # a signal that came during test()
+        run.scheduler.step()
+        if hook.stop_requested():  # a signal that came during test()
             hook.begin_epoch(epoch + 1, 0)
             hook.save()
             hook.preempted, finished_loop = True, False
             break
+    if finished_loop and first_epoch <= args.epochs:  # the last checkpoint says "finished"
+        hook.begin_epoch(args.epochs + 1, 0)
+        hook.save(finished=True)
 
     seconds = totals["seconds"] or float("nan")
     return {"images_per_sec": totals["images"] / seconds,
@@ -172,60 +192,30 @@ def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
     torch.manual_seed(args.seed + dist.rank)  # same weights everywhere, own dropout per rank
 
-    hook, rng_state, resumed_from = None, None, None
-    if args.checkpoint_dir is not None:
-        guard = PreemptionGuard().install()
-        shield_workers(train_loader)
-        shield_workers(test_loader)
-        hook = CheckpointHook(args.checkpoint_dir, args.checkpoint_every, args.keep_checkpoints,
-                              model, optimizer, scheduler, dist, device, guard)
-        try:
-            resumed = resume(args.checkpoint_dir, model, optimizer, scheduler, dist)
-        except ResumeError as exc:
-            print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
-            return 2
-        hook.progress, rng_state = resumed.progress, resumed.rng_state
-        if resumed.path is not None:
-            resumed_from = str(resumed.path)
-            print(f"resumed from {resumed.path} (epoch {resumed.progress.epoch}, step "
-                  f"{resumed.progress.step_in_epoch} of the epoch, {resumed.progress.global_step} "
-                  "in total)", flush=True)
-    first_epoch = hook.progress.epoch if hook else 1
+    try:
+        checkpoints = start_checkpointing(args, model, optimizer, scheduler, dist, device, (train_loader, test_loader))
+    except ResumeError as exc:
+        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        return 2
     print(f"training started: {dist.world_size} process(es), global batch {args.batch_size}, "
           f"{local_args.batch_size} per process", flush=True)
 
-    summary = run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
-                         train_loader, test_loader, hook, rng_state)
-    if hook is not None and summary["finished"] and first_epoch <= args.epochs:
-        hook.begin_epoch(args.epochs + 1, 0)
-        hook.save(finished=True)
+    summary = run_epochs(Training(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
+                                  train_loader, test_loader), checkpoints.hook, checkpoints.rng_state)
     print(f"[rank {dist.rank}/{dist.world_size}] parameters sha256={params_digest(model)}",
           file=sys.stderr, flush=True)
-
-    preempted = hook is not None and hook.preempted
-    requeued = False
-    if preempted and dist.is_main:
-        print(f"preempted ({hook.guard.signal_name or 'signal on another rank'}): checkpoint "
-              f"saved in {args.checkpoint_dir}; run the same command again to resume", flush=True)
-        requeued = args.requeue and requeue_slurm_job()
-    if preempted:  # every rank exits with the same code
-        requeued = gather_objects(requeued, dist)[0]
+    preemption = after_preemption(args, checkpoints.hook, dist)
     if dist.is_main and args.metrics_json is not None:
-        guard = hook.guard if hook else None
         lesson1.write_json(args.metrics_json, {
             **summary, "world_size": dist.world_size, "launcher": dist.launcher,
             "global_batch_size": args.batch_size, "local_batch_size": local_args.batch_size,
-            "resumed_from": resumed_from, "preempted": preempted, "requeued": requeued,
-            "checkpoint_seconds": hook.save_seconds if hook else [],
-            "signal": guard.signal_name if guard else None,
-            "signal_to_checkpointed_seconds": (time.monotonic() - guard.received_at)
-            if guard and guard.received_at else None,
+            "resumed_from": checkpoints.resumed_from, **preemption,
             "settings": {**lesson1.settings(local_args, device, lesson1.run_context(args, device),
                                             train_ds, test_ds),
                          "batch_size": args.batch_size, "world_size": dist.world_size,
                          "backend": "nccl" if device.type == "cuda" else "gloo"}})
     dist_env.destroy_process_group()
-    if preempted and not requeued:
+    if preemption["preempted"] and not preemption["requeued"]:
         return EXIT_PREEMPTED
     return 0
 

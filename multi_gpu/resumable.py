@@ -24,29 +24,23 @@ from typing import Any, Iterator
 
 import torch
 
+from mnist_classify import non_negative_int
 from multi_gpu import checkpoint
 from multi_gpu.dist_env import DistEnv
-from multi_gpu.preemption import PreemptionGuard
+from multi_gpu.preemption import PreemptionGuard, requeue_slurm_job, shield_workers
 
 
 def add_checkpoint_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     group = parser.add_argument_group("checkpointing and preemption")
     group.add_argument("--checkpoint-dir", type=Path, default=None,
                        help="save checkpoints here and resume from the newest valid one")
-    group.add_argument("--checkpoint-every", type=_positive_int, default=0, metavar="STEPS",
+    group.add_argument("--checkpoint-every", type=non_negative_int, default=0, metavar="STEPS",
                        help="save every STEPS optimizer steps (0: only on preemption and at the end)")
-    group.add_argument("--keep-checkpoints", type=_positive_int, default=2, metavar="K",
+    group.add_argument("--keep-checkpoints", type=non_negative_int, default=2, metavar="K",
                        help="how many checkpoints to keep (default 2, so a damaged newest has a fallback)")
     group.add_argument("--no-requeue", dest="requeue", action="store_false",
                        help="after a preemption checkpoint, do not call `scontrol requeue`")
     return parser
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
@@ -99,6 +93,11 @@ class CheckpointHook:
     save_seconds: list[float] = field(default_factory=list)
     preempted: bool = False
 
+    @property
+    def step_hook(self) -> CheckpointHook:
+        """What lesson 1's ``train(step_hook=...)`` gets: this hook."""
+        return self
+
     def begin_epoch(self, epoch: int, step_in_epoch: int = 0) -> None:
         self.progress.epoch = epoch
         self.progress.step_in_epoch = step_in_epoch
@@ -141,6 +140,31 @@ class CheckpointHook:
         _barrier(self.dist_env)
         self.save_seconds.append(time.perf_counter() - started)
         return path
+
+
+class NoCheckpoints:
+    """The hook of a run without ``--checkpoint-dir``: same interface as ``CheckpointHook``, does nothing.
+
+    Its ``step_hook`` is None, so lesson 1's ``train()`` runs exactly as without checkpoints (no
+    per-step ``loss.item()`` synchronisation for a hook that would ignore it).
+    """
+
+    step_hook = None
+    guard: PreemptionGuard | None = None
+    preempted = False
+
+    def __init__(self) -> None:
+        self.progress = Progress()
+        self.save_seconds: list[float] = []
+
+    def begin_epoch(self, epoch: int, step_in_epoch: int = 0) -> None:
+        del epoch, step_in_epoch
+
+    def stop_requested(self) -> bool:
+        return False
+
+    def save(self, finished: bool = False) -> None:
+        del finished
 
 
 @dataclass
@@ -223,3 +247,54 @@ class RestoreRngOnIter:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
+
+
+@dataclass
+class Checkpointing:
+    """What ``start_checkpointing`` sets up: the hook, this rank's RNG state to restore, where it resumed from."""
+
+    hook: CheckpointHook | NoCheckpoints
+    rng_state: dict[str, Any] | None = None
+    resumed_from: str | None = None
+
+
+def start_checkpointing(args: argparse.Namespace, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                        scheduler: Any, dist_env: DistEnv, device: torch.device,
+                        loaders: tuple[Any, ...]) -> Checkpointing:
+    """With ``--checkpoint-dir``: catch the preemption signals (workers ignore them), resume from
+    the newest valid checkpoint, and hand back the hook; without it, the do-nothing hook.
+
+    Raises ResumeError when the checkpoint cannot continue this run.
+    """
+    if args.checkpoint_dir is None:
+        return Checkpointing(NoCheckpoints())
+    guard = PreemptionGuard().install()
+    for loader in loaders:
+        shield_workers(loader)
+    hook = CheckpointHook(args.checkpoint_dir, args.checkpoint_every, args.keep_checkpoints,
+                          model, optimizer, scheduler, dist_env, device, guard)
+    resumed = resume(args.checkpoint_dir, model, optimizer, scheduler, dist_env)
+    hook.progress = resumed.progress
+    if resumed.path is None:
+        return Checkpointing(hook, resumed.rng_state)
+    print(f"resumed from {resumed.path} (epoch {resumed.progress.epoch}, step "
+          f"{resumed.progress.step_in_epoch} of the epoch, {resumed.progress.global_step} "
+          "in total)", flush=True)
+    return Checkpointing(hook, resumed.rng_state, str(resumed.path))
+
+
+def after_preemption(args: argparse.Namespace, hook: CheckpointHook | NoCheckpoints,
+                     dist_env: DistEnv) -> dict[str, Any]:
+    """Lesson 07: after a preemption, say so and requeue the Slurm job; the numbers for the metrics."""
+    requeued = False
+    if hook.preempted and dist_env.is_main:
+        print(f"preempted ({hook.guard.signal_name or 'signal on another rank'}): checkpoint "
+              f"saved in {args.checkpoint_dir}; run the same command again to resume", flush=True)
+        requeued = args.requeue and requeue_slurm_job()
+    if hook.preempted:  # every rank exits with the same code
+        requeued = gather_objects(requeued, dist_env)[0]
+    guard = hook.guard
+    return {"preempted": hook.preempted, "requeued": requeued, "checkpoint_seconds": hook.save_seconds,
+            "signal": guard.signal_name if guard else None,
+            "signal_to_checkpointed_seconds": (time.monotonic() - guard.received_at)
+            if guard and guard.received_at else None}

@@ -1,8 +1,10 @@
 """Stage 4: turn the loop's numbers into `num_workers` / `--cpus-per-task` advice, with reasons.
 
-The arithmetic is one function (`model_numbers`); the advice is a table of rules, each a name, a
-condition on those numbers and a message filled from them, in the spirit of Princeton's
-`jobstats` notes. Adding a rule means adding a row, not another `if` somewhere.
+The arithmetic is one function (`model_numbers`, into a typed `AdviceNumbers`); the advice is a
+table of rules, each a name, a level, a condition on those numbers and a message filled from them,
+in the spirit of Princeton's `jobstats` notes. Adding a rule means adding a row, not another `if`.
+Messages are generic, because `run` profiles any script; hints that name the lesson script's own
+flags (`mnist_classify.py --gpu-resident`, ...) are a separate table, `LESSON_SCRIPT_HINTS`.
 
 The model (docs/profiling-model.md explains it at length):
   W = data wait per batch (time on the `for ... in loader` header)
@@ -21,11 +23,10 @@ workers, a wait under HANDOFF_MS per batch is the cost of receiving a batch, not
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
-from profiling.records import Advice, JobFacts, LoopSummary
+from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoopSummary
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Workers needed = ceil(HEADROOM x P / C), i.e. keep the workers about half busy. With only the average
@@ -45,8 +46,7 @@ HANDOFF_MS = 0.5
 # 9.5 ms with the node free, so `workers + 1` CPUs starved the workers (docs/profiling-model.md).
 MAIN_CPUS_GPU_PINNED = 2
 MAIN_CPUS_OTHERWISE = 1
-
-Numbers = dict[str, Any]
+CONSTANTS = {"handoff_ms": HANDOFF_MS}  # module constants a message may name, besides the numbers
 
 
 @dataclass(frozen=True)
@@ -54,138 +54,146 @@ class Rule:
     """One row of the advice table: when `when(numbers)` holds, `message` is formatted with them."""
 
     name: str
-    when: Callable[[Numbers], bool]
+    level: Level
+    when: Callable[[AdviceNumbers], bool]
     message: str
 
-
-def _flag(argv: list[str], on: str, off: str | None = None) -> bool | None:
-    """True/False when the run's arguments turned a loader option on/off, None when they did not say."""
-    if on in argv:
-        return True
-    if off is not None and off in argv:
-        return False
-    return None
+    def text(self, numbers: AdviceNumbers) -> str:
+        """The message filled in, followed by the lesson script's hint for this rule, if any."""
+        hint = LESSON_SCRIPT_HINTS.get(self.name)
+        return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
 
-def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, Any] | None = None) -> Numbers:
+def main_process_cpus(gpus: int, pin_memory: bool | None) -> int:
+    """CPUs the training process itself keeps busy besides its DataLoader workers (see above)."""
+    return MAIN_CPUS_GPU_PINNED if gpus >= 1 and pin_memory is not False else MAIN_CPUS_OTHERWISE
+
+
+def model_numbers(loop: LoopSummary | None, facts: JobFacts) -> AdviceNumbers:
     """Every number the rules and the messages use, computed once."""
-    argv = [str(a) for a in (meta or {}).get("argv", [])]
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
     # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
     ceiling = facts.cpus
     if facts.gpus >= 1 and facts.cores_per_gpu:
         ceiling = max(facts.cpus, facts.cores_per_gpu)
-    pin_memory = _flag(argv, "--pin-memory", "--no-pin-memory")
-    main_cpus = MAIN_CPUS_GPU_PINNED if facts.gpus >= 1 and pin_memory is not False else MAIN_CPUS_OTHERWISE
-    numbers: Numbers = {
-        "loop_found": loop is not None, "cpus": facts.cpus, "gpus": facts.gpus,
-        "cores_per_gpu": facts.cores_per_gpu, "current_workers": workers,
-        "workers_known": facts.num_workers is not None, "cpu_ceiling": ceiling, "requested": facts.requested,
-        "worker_cap": max(ceiling - main_cpus, 0), "loader_bound_pct": 100 * LOADER_BOUND,
-        "pin_memory": pin_memory, "main_cpus": main_cpus,
-        "persistent_workers": _flag(argv, "--persistent-workers"),
-        "compute_kind": "GPU" if facts.gpus >= 1 else "CPU",
-    }
+    main_cpus = main_process_cpus(facts.gpus, facts.pin_memory)
+    worker_cap = max(ceiling - main_cpus, 0)
+    job = AdviceNumbers(
+        loop_found=loop is not None, cpus=facts.cpus, gpus=facts.gpus, current_workers=workers,
+        workers_known=facts.num_workers is not None, requested=facts.requested, cpu_ceiling=ceiling,
+        main_cpus=main_cpus, worker_cap=worker_cap, pin_memory=facts.pin_memory,
+        persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU")
     if loop is None:
-        numbers.update(num_workers=None, cpus_per_task=None, loader_bound=False, capped=False,
-                       spare_dropped=False, handoff_only=False)
-        return numbers
+        return job
     wait, compute = loop.wait_per_batch, loop.compute_per_batch
     produce = wait if workers == 0 else workers * (wait + compute)
-    handoff_only = workers >= 1 and 1e3 * wait <= HANDOFF_MS
-    loader_bound = loop.wait_fraction >= LOADER_BOUND and not handoff_only
+    above_threshold = loop.wait_fraction >= LOADER_BOUND
+    within_handoff = workers >= 1 and 1e3 * wait <= HANDOFF_MS  # the wait no worker can remove
+    loader_bound = above_threshold and not within_handoff
     if not loader_bound:
         raw = needed = workers
     elif compute > 0:
         raw = math.ceil(produce / compute - 1e-9)
         needed = max(math.ceil(HEADROOM * produce / compute - 1e-9), raw + 1)
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
-        raw = needed = numbers["worker_cap"]
-    chosen = min(needed, numbers["worker_cap"])
-    numbers.update(
-        batches=loop.batches, entries=loop.entries, wait_ms=1e3 * wait, compute_ms=1e3 * compute,
-        produce_ms=1e3 * produce, wait_pct=100 * loop.wait_fraction, loader_bound=loader_bound,
-        handoff_only=handoff_only and loop.wait_fraction >= LOADER_BOUND, handoff_ms=HANDOFF_MS,
-        raw_workers=raw, needed_workers=needed, capped=raw > chosen, spare_dropped=raw <= chosen < needed,
-        num_workers=chosen, cpus_per_task=chosen + (main_cpus if chosen >= 1 else 1), loop_where=f"{loop.file}:{loop.header_line}",
-    )
-    return numbers
+        raw = needed = worker_cap
+    chosen = min(needed, worker_cap)
+    return AdviceNumbers(**{
+        **asdict(job), "num_workers": chosen, "cpus_per_task": chosen + (main_cpus if chosen >= 1 else 1),
+        "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
+        "capped": raw > chosen, "spare_dropped": raw <= chosen < needed, "batches": loop.batches,
+        "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
+        "wait_pct": 100 * loop.wait_fraction, "raw_workers": raw, "needed_workers": needed,
+        "loop_where": f"{loop.file}:{loop.header_line}"})
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("no_loader_loop", lambda n: not n["loop_found"],
+    Rule("no_loader_loop", "advice", lambda n: not n.loop_found,
          "No `for ... in <loader>` loop was found in the profiled functions, so there is no data wait to "
          "measure and no num_workers advice. Put @profile on the function that holds the training loop."),
-    Rule("workers_unknown", lambda n: n["loop_found"] and not n["workers_known"],
+    Rule("workers_unknown", "warning", lambda n: n.loop_found and not n.workers_known,
          "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
          "Pass --num-workers N (the value the run used) for exact advice."),
-    Rule("loader_bound", lambda n: n["loader_bound"],
+    Rule("loader_bound", "advice", lambda n: n.loader_bound,
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
          "(line {loop_where}, {batches} batches)."),
-    Rule("workers_from_main_process", lambda n: n["loader_bound"] and n["current_workers"] == 0,
+    Rule("workers_from_main_process", "advice", lambda n: n.loader_bound and n.current_workers == 0,
          "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
          "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
-         "{raw_workers} run at once on average; with room for slow batches (twice the average) that is {needed_workers}."),
-    Rule("workers_from_starved_loop", lambda n: n["loader_bound"] and n["current_workers"] > 0,
+         "{raw_workers} run at once on average; with room for slow batches (twice the average) that is "
+         "{needed_workers}."),
+    Rule("workers_from_starved_loop", "advice", lambda n: n.loader_bound and n.current_workers > 0,
          "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
          "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
-         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average. Workers hand batches "
-         "over in a fixed order, so one slow batch stalls the loop: size the pool at twice that, {needed_workers}."),
-    Rule("capped_by_cpus", lambda n: n["capped"],
-         "That is more than {cpu_ceiling} CPU(s) can run beside the main process, so num_workers is capped "
-         "at {num_workers}. The loader will stay the bottleneck: make batches cheaper to build (keep the "
-         "data on the GPU with --gpu-resident, simpler transforms) or plan for more CPUs with --cpus N."),
-    Rule("no_room_for_spare", lambda n: n["spare_dropped"],
+         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average. Workers hand "
+         "batches over in a fixed order, so one slow batch stalls the loop: size the pool at twice that, "
+         "{needed_workers}."),
+    Rule("capped_by_cpus", "advice", lambda n: n.capped,
+         "Keeping up needs {raw_workers} workers on average, more than {cpu_ceiling} CPU(s) can run beside "
+         "the main process, so num_workers is capped at {num_workers}. The loader will stay the bottleneck: "
+         "make batches cheaper to build (simpler transforms, data already on the GPU) or plan for more "
+         "CPUs with --cpus N."),
+    Rule("no_room_for_spare", "advice", lambda n: n.spare_dropped,
          "Twice the average need does not fit in {cpu_ceiling} CPU(s) beside the main process, so num_workers "
          "is {num_workers}: enough on average, with less room for slow batches."),
-    Rule("handoff_only", lambda n: n["loop_found"] and n["handoff_only"],
+    Rule("handoff_only", "advice", lambda n: n.handoff_only,
          "The {wait_ms:.2f} ms per batch still spent on the loader line is within the {handoff_ms} ms a main "
          "process needs to take a finished batch from its workers, which more workers do not remove."),
-    Rule("compute_bound", lambda n: n["loop_found"] and not n["loader_bound"],
+    Rule("compute_bound", "advice", lambda n: n.loop_found and not n.loader_bound,
          "The loader is no longer the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
          "per batch, {wait_pct:.1f}% of a step, so more workers will not help; keep num_workers={num_workers}. "
-         "To go faster, use larger batches (--batch-size), mixed precision (--amp) and data kept on the GPU "
-         "(--gpu-resident)."),
-    Rule("main_process_cpus", lambda n: n["loop_found"] and n["num_workers"] >= 1 and n["main_cpus"] > 1,
-         "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: on a "
-         "GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits spin on "
-         "a core, so with only one CPU of its own it takes time from the workers."),
-    Rule("too_many_workers", lambda n: n["loop_found"] and n["current_workers"] > n["worker_cap"],
+         "To go faster, use larger batches, mixed precision and data kept on the GPU."),
+    Rule("main_process_cpus", "advice",
+         lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus > 1,
+         "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
+         "on a GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits "
+         "spin on a core, so with only one CPU of its own it takes time from the workers."),
+    Rule("too_many_workers", "warning", lambda n: n.loop_found and n.current_workers > n.worker_cap,
          "The run used num_workers={current_workers}, more than its {cpus} CPU(s) can run beside the main "
          "process; the workers and the main process then share cores."),
-    Rule("too_many_cpus", lambda n: n["loop_found"] and n["requested"] and n["gpus"] >= 1
-         and n["cpus"] > n["cpus_per_task"] + 1,
+    Rule("too_many_cpus", "warning", lambda n: n.loop_found and n.requested and n.gpus >= 1
+         and n.cpus > (n.cpus_per_task or 0) + 1,
          "Too many CPUs requested for this profile: the job has {cpus} CPUs but keeps about "
          "{cpus_per_task} busy (num_workers={num_workers} plus the main process). Idle cores count "
          "against your allocation and can leave a node's other GPUs without cores."),
-    Rule("pin_memory", lambda n: n["loop_found"] and n["gpus"] >= 1 and n["num_workers"] >= 1
-         and n["pin_memory"] is not True,
-         "Keep pin_memory=True (mnist_classify.py: on by default with CUDA, off with --no-pin-memory): "
-         "batches then arrive in page-locked memory and `.to(device, non_blocking=True)` can overlap "
-         "the copy with compute."),
-    Rule("persistent_workers", lambda n: n["loop_found"] and n["num_workers"] >= 1
-         and n["persistent_workers"] is not True,
-         "Add persistent_workers=True (--persistent-workers): otherwise the {num_workers} worker(s) are "
+    Rule("pin_memory", "note", lambda n: n.loop_found and n.gpus >= 1 and (n.num_workers or 0) >= 1
+         and n.pin_memory is not True,
+         "Keep pin_memory=True in the DataLoader: batches then arrive in page-locked memory and "
+         "`.to(device, non_blocking=True)` can overlap the copy with compute."),
+    Rule("persistent_workers", "note", lambda n: n.loop_found and (n.num_workers or 0) >= 1
+         and n.persistent_workers is not True,
+         "Add persistent_workers=True to the DataLoader: otherwise the {num_workers} worker(s) are "
          "started again at every epoch, and the first batches of each epoch wait for them."),
-    Rule("cpu_only", lambda n: n["loop_found"] and n["gpus"] == 0,
+    Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0,
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
          "{cpus} CPU(s), which the model ignores. Check the advice with `dlprof sweep`."),
-    Rule("few_batches", lambda n: n["loop_found"] and n["batches"] < FEW_BATCHES,
+    Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
 )
 
+# The lesson script's own flags for a rule's remedy, appended to its message. Kept apart from the
+# generic messages, because `run` profiles any script and only mnist_classify.py has these flags.
+LESSON_SCRIPT_HINTS: dict[str, str] = {
+    "capped_by_cpus": "(mnist_classify.py: --gpu-resident keeps the data on the GPU.)",
+    "compute_bound": "(mnist_classify.py: --batch-size, --amp, --gpu-resident.)",
+    "pin_memory": "(mnist_classify.py: on by default with CUDA, off with --no-pin-memory.)",
+    "persistent_workers": "(mnist_classify.py: --persistent-workers.)",
+}
 
-def advise(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, Any] | None = None,
-           rules: tuple[Rule, ...] = RULES) -> Advice:
-    """Evaluate the rule table; return the advice, its reasons and the exact edits."""
-    numbers = model_numbers(loop, facts, meta)
+
+def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES) -> Advice:
+    """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
+    numbers = model_numbers(loop, facts)
     fired = [rule for rule in rules if rule.when(numbers)]
     edits: list[str] = []
-    if numbers["num_workers"] is not None:
-        edits = [f"#SBATCH --cpus-per-task={numbers['cpus_per_task']}",
-                 f"--num-workers {numbers['num_workers']}"]
-    return Advice(num_workers=numbers["num_workers"], cpus_per_task=numbers["cpus_per_task"],
-                  reasons=[rule.message.format(**numbers) for rule in fired], edits=edits,
+    if numbers.num_workers is not None:
+        edits = [f"#SBATCH --cpus-per-task={numbers.cpus_per_task}", f"--num-workers {numbers.num_workers}"]
+
+    def texts(level: Level) -> list[str]:
+        return [rule.text(numbers) for rule in fired if rule.level == level]
+
+    return Advice(num_workers=numbers.num_workers, cpus_per_task=numbers.cpus_per_task,
+                  reasons=texts("advice"), warnings=texts("warning"), notes=texts("note"), edits=edits,
                   fired_rules=[rule.name for rule in fired], numbers=numbers)

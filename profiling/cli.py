@@ -30,7 +30,7 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _positive_int(text: str) -> int:
+def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -54,11 +54,11 @@ def _worker_list(text: str) -> list[int]:
 
 def _add_job_flags(parser: argparse.ArgumentParser) -> None:
     """Flags that override what the report would otherwise read from Slurm / the affinity mask."""
-    parser.add_argument("--cpus", type=_positive_int, default=None,
+    parser.add_argument("--cpus", type=_non_negative_int, default=None,
                         help="CPUs the job may use (default: SLURM_CPUS_PER_TASK, else the affinity mask)")
-    parser.add_argument("--gpus", type=_positive_int, default=None,
+    parser.add_argument("--gpus", type=_non_negative_int, default=None,
                         help="GPUs the job uses (default: run metadata, SLURM_GPUS_ON_NODE, CUDA_VISIBLE_DEVICES)")
-    parser.add_argument("--cores-per-gpu", type=_positive_int, default=None,
+    parser.add_argument("--cores-per-gpu", type=_non_negative_int, default=None,
                         help="the node's CPU cores per GPU, the ceiling for --cpus-per-task "
                              "(default: from `scontrol show node` inside a Slurm job, else unknown)")
 
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-gpu", action="store_true",
                      help="sample GPU utilisation/memory (NVML) and the job's CPU use about once a second")
     run.add_argument("--sample-interval", type=float, default=1.0, help="seconds between samples")
-    run.add_argument("--num-workers", type=_positive_int, default=None,
+    run.add_argument("--num-workers", type=_non_negative_int, default=None,
                      help="the script's DataLoader workers, if it cannot be read from its arguments")
     run.add_argument("--formats", default="text,md,html,json,csv",
                      help="report files to write, comma-separated from: " + ",".join(FORMATS))
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = verbs.add_parser("report", help="read a .lprof and print the report (or write it with --output-dir)")
     report.add_argument("lprof", type=Path, metavar="FILE.lprof")
     report.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
-    report.add_argument("--num-workers", type=_positive_int, default=None,
+    report.add_argument("--num-workers", type=_non_negative_int, default=None,
                         help="the DataLoader workers of the profiled run (default: from <stem>.meta.json)")
     report.add_argument("--source-root", type=Path, default=None,
                         help="directory kernprof ran in, to find the source lines (default: from the metadata)")
@@ -110,9 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one Slurm job per setting through submitit, with cpus_per_task = workers + 1")
     sweep.add_argument("--output-dir", type=Path, default=Path("sweep"), help="results, table and plot")
     sweep.add_argument("--partition", default=None, help="Slurm partition (with --slurm)")
-    sweep.add_argument("--gpus", type=_positive_int, default=None, help="GPUs per job (with --slurm)")
-    sweep.add_argument("--time-min", type=_positive_int, default=30, help="time limit per job in minutes")
-    sweep.add_argument("--repeats", type=_positive_int, default=1, help="runs per setting (the best is kept)")
+    sweep.add_argument("--gpus", type=_non_negative_int, default=None, help="GPUs per job (with --slurm)")
+    sweep.add_argument("--time-min", type=_non_negative_int, default=30, help="time limit per job in minutes")
+    sweep.add_argument("--repeats", type=_non_negative_int, default=1, help="runs per setting (the best is kept)")
     sweep.add_argument("--lprof", type=Path, default=None,
                        help="a profile of the same script, to set the model's advice beside the sweep")
     sweep.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
@@ -125,33 +125,25 @@ def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[st
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        parser.exit(EXIT_BAD_INPUT, f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
+        parser.exit(EXIT_BAD_INPUT,
+                    f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
     return command
 
 
 def _report_command(args: argparse.Namespace) -> int:
     from profiling.render import render
-    from profiling.report import build_report, write_report
+    from profiling.report import build_report, lprof_stem, write_report
 
     report = build_report(args.lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                           source_root=args.source_root, cores_per_gpu=args.cores_per_gpu)
     if args.output_dir is not None:
-        stem = report_stem(args.lprof)
+        stem = lprof_stem(args.lprof, drop_script_suffix=True) or "profile"
         written = write_report(report, args.output_dir, stem, FORMATS)
         print(render(report, args.format, plot_paths=[p for p in written if p.suffix == ".png"]))
         print(f"\nwrote {len(written)} files to {args.output_dir}", file=sys.stderr)
     else:
         print(render(report, args.format))
     return 0
-
-
-def report_stem(lprof: Path) -> str:
-    """`123.lprof` -> `123`; kernprof's own `script.py.lprof` -> `script`."""
-    name = lprof.name
-    for suffix in (".lprof", ".py"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    return name or "profile"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

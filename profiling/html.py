@@ -51,10 +51,15 @@ def _advice_section(report: Report) -> str:
     parts = [
         "<section class='advice'><h2>Advice</h2>",
         f"<p><b>num_workers:</b> {_esc(advice.num_workers if advice.num_workers is not None else 'no change')}"
-        f" &nbsp; <b>--cpus-per-task:</b> {_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>",
+        " &nbsp; <b>--cpus-per-task:</b> "
+        f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>",
     ]
     if advice.reasons:
         parts.append("<h3>Why</h3>" + _list(advice.reasons))
+    if advice.warnings:
+        parts.append("<h3>Warnings</h3>" + _list(advice.warnings))
+    if advice.notes:
+        parts.append("<h3>Also</h3>" + _list(advice.notes))
     if advice.edits:
         parts.append("<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>")
     if advice.fired_rules:
@@ -97,7 +102,8 @@ def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
     plots = [Path(p) for p in plot_paths]
     if plots:
         body.append("<h2>Plots</h2>" + "".join(
-            f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'><figcaption>{_esc(p.name)}</figcaption></figure>"
+            f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'>"
+            f"<figcaption>{_esc(p.name)}</figcaption></figure>"
             for p in plots))
     lines = report.lines.sort_values("seconds", ascending=False) if len(report.lines) else report.lines
     body.append(f"<h2>Lines ({len(lines)}, slowest first)</h2>" + _table(lines, "lines"))

@@ -197,7 +197,8 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
     return phase_of, loops
 
 
-def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources) -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
+def classify_lines(table: pd.DataFrame, profile: LineProfile,
+                   sources: Sources) -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
     """Fill the table's `phase` column; return it with the loader loops found and any notes."""
     phase_of: dict[tuple[str, str, int], str] = {}
     loops: list[LoaderLoop] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -57,6 +57,47 @@ class JobFacts:
     cores_per_gpu: int | None = None  # the node's cores per GPU, when known (caps --cpus-per-task)
     source: str = ""                # where the numbers came from, said in the report
     requested: bool = False         # `cpus` is what the job asked for (Slurm or --cpus), not just a machine's size
+    pin_memory: bool | None = None  # the run's --pin-memory / --no-pin-memory; None when it did not say
+    persistent_workers: bool | None = None  # the run's --persistent-workers; None when it did not say
+
+
+Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the run / an extra suggestion
+
+
+@dataclass(frozen=True)
+class AdviceNumbers:
+    """Every number the advice rules test and their messages show, computed once by `model_numbers`.
+
+    The fields after `num_workers` describe the training loop; they stay None (or False) when no
+    loader loop was found.
+    """
+
+    loop_found: bool
+    cpus: int                  # the job's CPUs
+    gpus: int
+    current_workers: int       # the profiled run's num_workers (ASSUMED_WORKERS when unknown)
+    workers_known: bool
+    requested: bool            # the CPUs were asked for (JobFacts.requested)
+    cpu_ceiling: int           # CPUs the next run may have: the job's, or the node's cores per GPU
+    main_cpus: int             # CPUs the main process keeps busy besides the workers
+    worker_cap: int            # cpu_ceiling - main_cpus: the most workers that fit
+    pin_memory: bool | None
+    persistent_workers: bool | None
+    compute_kind: str          # "GPU" or "CPU"
+    num_workers: int | None = None      # the advice; None without a loop
+    cpus_per_task: int | None = None
+    loader_bound: bool = False          # data wait >= LOADER_BOUND of a step, and more than a hand-over
+    handoff_only: bool = False          # data wait >= LOADER_BOUND of a step, but only the hand-over cost
+    capped: bool = False                # the average need does not fit in worker_cap
+    spare_dropped: bool = False         # the average fits, twice it does not
+    batches: int | None = None
+    wait_ms: float | None = None        # data wait per batch
+    compute_ms: float | None = None     # compute per batch
+    produce_ms: float | None = None     # what one worker needs to build a batch
+    wait_pct: float | None = None       # data wait, % of a step
+    raw_workers: int | None = None      # the average need: ceil(produce / compute)
+    needed_workers: int | None = None   # with HEADROOM for slow batches
+    loop_where: str | None = None       # file:line of the loop header
 
 
 @dataclass(frozen=True)
@@ -65,10 +106,12 @@ class Advice:
 
     num_workers: int | None
     cpus_per_task: int | None
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)      # level "advice": the "Why" list
     edits: list[str] = field(default_factory=list)        # exact lines to change
-    fired_rules: list[str] = field(default_factory=list)  # names of the rules that matched
-    numbers: dict[str, Any] = field(default_factory=dict)  # the inputs the rules used
+    fired_rules: list[str] = field(default_factory=list)  # names of the rules that matched, every level
+    numbers: AdviceNumbers | None = None                  # the inputs the rules used
+    warnings: list[str] = field(default_factory=list)     # level "warning": something wrong with the run
+    notes: list[str] = field(default_factory=list)        # level "note": suggestions beside the advice
 
 
 @dataclass(frozen=True)

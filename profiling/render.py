@@ -64,6 +64,12 @@ def _facts_line(report: Report) -> str:
     return f"Job: {f.cpus} CPU(s), {f.gpus} GPU(s), profiled with num_workers={workers}{per_gpu}"
 
 
+def _advice_lists(report: Report) -> list[tuple[str, list[str]]]:
+    """The warnings and the notes of the advice, each under its own title, when there are any."""
+    lists = [("Warnings", report.advice.warnings), ("Also", report.advice.notes)]
+    return [(title, items) for title, items in lists if items]
+
+
 def _text_table(header: Sequence[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     fmt = indent + "  ".join(f"{{:<{w}}}" for w in widths)
@@ -78,6 +84,8 @@ def render_text(report: Report) -> str:
     if report.advice.edits:
         out += ["  Exact edits (in the job script):"] + [f"    {e}" for e in report.advice.edits]
     out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons]
+    for title, items in _advice_lists(report):
+        out += [f"  {title}:"] + [f"  - {r}" for r in items]
     if report.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
     out += ["", f"Slowest lines (of {len(report.lines)}):"] + _text_table(LINE_HEADER, _line_rows(report))
@@ -98,6 +106,8 @@ def render_markdown(report: Report) -> str:
     if report.advice.edits:
         out += ["Exact edits in the job script:", "", "```bash", *report.advice.edits, "```", ""]
     out += [f"- {r}" for r in report.advice.reasons]
+    for title, items in _advice_lists(report):
+        out += ["", f"**{title}:**", ""] + [f"- {r}" for r in items]
     out += ["", "## Phases", ""] + _md_table(PHASE_HEADER, _phase_rows(report))
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
@@ -135,8 +145,9 @@ def report_dict(report: Report) -> dict[str, Any]:
         "loop": loop,
         "phases": report.phases.to_dict(orient="records"),
         "advice": {"num_workers": advice.num_workers, "cpus_per_task": advice.cpus_per_task,
-                   "reasons": advice.reasons, "edits": advice.edits, "rules": advice.fired_rules,
-                   "numbers": advice.numbers},
+                   "reasons": advice.reasons, "warnings": advice.warnings, "notes": advice.notes,
+                   "edits": advice.edits, "rules": advice.fired_rules,
+                   "numbers": asdict(advice.numbers) if advice.numbers is not None else None},
         "notes": report.notes,
         "meta": report.meta,
     })

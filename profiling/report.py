@@ -18,7 +18,7 @@ from profiling.lprof import load_lprof
 from profiling.phases import classify_lines, phase_summary, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
-from profiling.resources import Environment, job_facts, read_environment
+from profiling.facts import Environment, job_facts, read_environment
 from profiling.table import line_table, read_sources
 
 CUDA_CAVEAT = (
@@ -35,10 +35,15 @@ SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "
             "html": ".report.html"}
 
 
+def lprof_stem(lprof: Path, drop_script_suffix: bool = False) -> str:
+    """`runs/123.lprof` -> `123`; with `drop_script_suffix`, kernprof's own `script.py.lprof` -> `script`."""
+    name = lprof.name.removesuffix(".lprof")
+    return name.removesuffix(".py") if drop_script_suffix else name
+
+
 def sibling(lprof: Path, suffix: str) -> Path:
     """`runs/123.lprof` -> `runs/123<suffix>`: the files `run` writes beside a profile."""
-    name = lprof.name[: -len(".lprof")] if lprof.name.endswith(".lprof") else lprof.name
-    return lprof.with_name(name + suffix)
+    return lprof.with_name(lprof_stem(lprof) + suffix)
 
 
 def read_meta(lprof: Path) -> tuple[dict[str, Any], list[str]]:
@@ -94,7 +99,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                          f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
     notes += [CUDA_CAVEAT, WORKER_NOTE]
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts, meta), notes=notes, meta=meta, samples=samples, loop=loop)
+                  advice=advise(loop, facts), notes=notes, meta=meta, samples=samples, loop=loop)
 
 
 def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:

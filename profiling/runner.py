@@ -18,8 +18,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from profiling.argv import flag_value
 from profiling.records import ProfileError
-from profiling.resources import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
+from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.
@@ -58,17 +59,6 @@ def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
     if job:
         return job
     return Path(script).stem or "profile"
-
-
-def flag_value(args: list[str], flag: str) -> str | None:
-    """The value of `--flag V` or `--flag=V` in a script's arguments (the last one wins)."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 def declared_default(script: Path, flag: str) -> object | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiling.resources import cpus_from_env
+from profiling.facts import cpus_from_env
 
 # One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
 SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")
@@ -105,7 +105,8 @@ class Sampler:
             self._gpus = _visible_gpu_handles(pynvml)
             self._nvml = pynvml
         except Exception as exc:  # NVMLError (no driver/GPU), missing library, bad UUID...
-            self.message = f"GPU sampling off: no NVIDIA GPU/driver reachable through NVML ({exc}); CPU sampling goes on"
+            self.message = (f"GPU sampling off: no NVIDIA GPU/driver reachable through NVML ({exc}); "
+                            "CPU sampling goes on")
             return
         if not self._gpus:
             self.message = "GPU sampling off: NVML sees no GPU visible to this job; CPU sampling goes on"

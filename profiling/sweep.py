@@ -6,8 +6,9 @@ the experiment that checks it. Each setting runs the script with `--num-workers 
 best, because every extra worker costs a CPU that another job could use.
 
 Locally each run is pinned to W + 1 CPUs (when there are that many), so it sees what a Slurm job
-with `--cpus-per-task=W+1` would see. With `--slurm` each setting is one job through submitit,
-with a fresh executor per setting (submitit's `update_parameters` accumulates).
+with `--cpus-per-task=W+1` would see. With `--slurm` each setting is one job through submitit
+(`profiling.slurm`). `write_outputs` is the one writer of a sweep's files, which `dljobs gather`
+uses too.
 """
 from __future__ import annotations
 
@@ -18,15 +19,17 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from profiling.argv import flag_value, strip_flags
 from profiling.plots import new_figure
 from profiling.records import ProfileError
-from profiling.runner import declared_default, flag_value, script_problem
+from profiling.runner import declared_default, script_problem
+from profiling.slurm import JobShape, submit_command, wait_until_done
 
 KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
 RESULT_COLUMNS = ("workers", "cpus", "images_per_sec", "epoch_seconds", "status", "detail")
@@ -40,19 +43,6 @@ class Setting:
     command: list[str]
     metrics: Path
     log: Path
-
-
-def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
-    """Remove `--flag V` / `--flag=V` so the sweep's own values are the only ones."""
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in flags:
-            skip = True
-        elif not any(arg.startswith(f + "=") for f in flags):
-            out.append(arg)
-    return out
 
 
 def settings_for(command: list[str], workers: list[int], out_dir: Path) -> list[Setting]:
@@ -108,61 +98,24 @@ def run_local(settings: list[Setting]) -> list[dict]:
     return rows
 
 
-def slurm_executor(folder: Path, cpus: int, args: argparse.Namespace, name: str):
-    """A FRESH submitit executor for one setting (parameters accumulate on a reused one)."""
-    import submitit
-
-    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    params = {"cpus_per_task": cpus, "timeout_min": args.time_min, "name": name, "nodes": 1,
-              "tasks_per_node": 1}
-    if getattr(args, "partition", None):
-        params["slurm_partition"] = args.partition
-    if getattr(args, "gpus", None):
-        params["gpus_per_node"] = args.gpus
-    executor.update_parameters(**params)
-    return executor
-
-
-def submit(command: list[str], folder: Path, cpus: int, args: argparse.Namespace, name: str):
-    """Submit one command as a Slurm job; returns the submitit job."""
-    from submitit.helpers import CommandFunction
-
-    executor = slurm_executor(folder, cpus, args, name)
-    return executor.submit(CommandFunction(command, cwd=os.getcwd()))
-
-
-# squeue reasons that mean a pending job will never start as submitted.
-NEVER_STARTS = ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "ReqNodeNotAvail", "InvalidQOS")
-
-
-def pending_reason(job_id: str) -> str:
-    """Why Slurm keeps a job pending (empty when it is not pending or squeue cannot say)."""
-    try:
-        out = subprocess.run(["squeue", "-h", "-j", str(job_id), "-t", "PD", "-o", "%r"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip()
-
-
-def wait_job(job, poll_s: float = 5.0) -> tuple[str, str]:
-    """("ok" | "failed", a one-line detail naming the job and its log).
-
-    A job stuck pending for a reason that cannot clear (more CPUs than the partition allows...)
-    is cancelled and reported instead of being waited on forever.
-    """
-    while not job.done():
-        reason = pending_reason(job.job_id)
-        if reason.startswith(NEVER_STARTS):
-            job.cancel(check=False)
-            return "failed", f"job {job.job_id} can never start here (pending: {reason}); cancelled"
-        time.sleep(poll_s)
+def wait_job(job: Any, poll_s: float = 5.0) -> tuple[str, str]:
+    """("ok" | "failed", a one-line detail naming the job and its log)."""
+    cancelled = wait_until_done(job, poll_s)
+    if cancelled:
+        return "failed", cancelled
     try:
         job.result()
     except Exception as err:  # FailedJobError / UncompletedJobError: the job's own failure
         last = [line for line in str(err).strip().splitlines() if line.strip()][-1:] or [type(err).__name__]
         return "failed", f"job {job.job_id} {job.state}: {last[0][:200]} (log: {job.paths.stderr})"
     return "ok", f"job {job.job_id}"
+
+
+def submit(command: list[str], folder: Path, cpus: int, args: argparse.Namespace, name: str) -> Any:
+    """Submit one command as a Slurm job with the sweep's options; returns the submitit job."""
+    shape = JobShape(name=name, cpus_per_task=cpus, time_min=args.time_min,
+                     gpus_per_node=getattr(args, "gpus", None), partition=getattr(args, "partition", None))
+    return submit_command(command, folder, shape)
 
 
 def run_slurm(settings: list[Setting], args: argparse.Namespace) -> list[dict]:
@@ -288,6 +241,20 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
     return path
 
 
+def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = None,
+                  advice_source: str = "") -> str:
+    """Write sweep.csv/.txt/.json/.png (the one writer of a sweep's outputs); returns the text summary."""
+    knee = pick_knee(results)
+    text = summary(results, knee, advice, advice_source)
+    results.to_csv(directory / "sweep.csv", index=False)
+    (directory / "sweep.txt").write_text(text, encoding="utf-8")
+    (directory / "sweep.json").write_text(json.dumps({
+        "knee": knee, "advice": advice, "advice_source": advice_source,
+        "results": json.loads(results.to_json(orient="records"))}, indent=2) + "\n", encoding="utf-8")
+    plot_sweep(results, knee, advice, directory / "sweep.png")
+    return text
+
+
 def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed."""
     command = list(args.command)
@@ -304,15 +271,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     settings = settings_for(command, workers, out_dir) * max(getattr(args, "repeats", 1), 1)
     rows = run_slurm(settings, args) if args.slurm else run_local(settings)
     results = best_of_repeats(rows)
-    knee = pick_knee(results)
-    results.to_csv(out_dir / "sweep.csv", index=False)
-    text = summary(results, knee, advice, advice_source)
-    (out_dir / "sweep.txt").write_text(text, encoding="utf-8")
-    png = plot_sweep(results, knee, advice, out_dir / "sweep.png")
-    (out_dir / "sweep.json").write_text(json.dumps({
-        "knee": knee, "advice": advice, "advice_source": advice_source,
-        "results": json.loads(results.to_json(orient="records"))}, indent=2) + "\n", encoding="utf-8")
-    print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and {png}")
+    text = write_outputs(out_dir, results, advice, advice_source)
+    print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
+          f"{out_dir / 'sweep.png'}")
     failed = results[results["status"] != "ok"]
     for row in failed.itertuples():
         print(f"sweep: workers={row.workers} failed: {row.detail}", file=sys.stderr)

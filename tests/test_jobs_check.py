@@ -53,7 +53,8 @@ ERRORS = [
     ("time-hours-suffix", "--time=2h", "python x.py", "time-format", "--time=2h (line 2) is not a form"),
     ("time-four-fields", "-t 01:00:00:00", "python x.py", "time-format", "--time=01:00:00:00"),
     ("time-decimal", "--time=1.5", "python x.py", "time-format", "is not a form Slurm accepts"),
-    ("mem-no-unit", "--mem=16", "python x.py", "memory-unit", "--mem=16 (line 2) has no unit, so Slurm reads 16 megabytes"),
+    ("mem-no-unit", "--mem=16", "python x.py", "memory-unit",
+     "--mem=16 (line 2) has no unit, so Slurm reads 16 megabytes"),
     ("mem-per-cpu-no-unit", "--mem-per-cpu=4", "python x.py", "memory-unit", "--mem-per-cpu=4"),
     ("mem-malformed", "--mem=1.5G", "python x.py", "memory-unit", "is not a size Slurm reads"),
     ("name-dollar", "--job-name=run$USER", "python x.py", "unsafe-name", "'$'"),
@@ -132,7 +133,8 @@ def test_directives_after_the_first_command_are_ignored_like_sbatch():
 
 
 def test_continuation_lines_and_script_arguments_are_read():
-    text = "#!/bin/bash\n#SBATCH --nodes=2 --ntasks-per-node=1 --gres=gpu:2\nsrun torchrun \\\n  --nproc_per_node=2 \\\n  x.py\n"
+    text = ("#!/bin/bash\n#SBATCH --nodes=2 --ntasks-per-node=1 --gres=gpu:2\n"
+            "srun torchrun \\\n  --nproc_per_node=2 \\\n  x.py\n")
     res = describe(parse_script(text))
     assert res.uses_srun and res.uses_torchrun and res.nproc_per_node == 2 and res.gpus_per_node == 2
     job = with_command_line(parse_script(script("-c 2")), [], ["--num-workers", "6"])
@@ -149,8 +151,10 @@ def test_cli_exit_codes_and_one_line_per_problem(tmp_path, python_exe, repo):
     bad.write_text(script("--time=2h;--mem=16", "python x.py"))
     good = tmp_path / "good.sbatch"
     good.write_text(script("--time=10"))
-    run = lambda *files: subprocess.run([python_exe, "-m", "jobs", "check", *files], cwd=repo,
-                                         capture_output=True, text=True, timeout=60)
+    def run(*files):
+        return subprocess.run([python_exe, "-m", "jobs", "check", *files], cwd=repo,
+                              capture_output=True, text=True, timeout=60)
+
     out = run(str(good))
     assert out.returncode == 0 and "ok" in out.stdout
     out = run(str(good), str(bad))
@@ -231,8 +235,10 @@ def test_gather_marks_a_missing_task_as_failed_and_reads_the_settings_file(tmp_p
     """A sweep whose num_workers=1 task died: the table keeps its row, marked failed, and exit is 1."""
     sweep = tmp_path / "sweep-7"
     sweep.mkdir()
-    gather = lambda: subprocess.run([python_exe, "-m", "jobs", "gather", str(sweep)], cwd=repo,
-                                    capture_output=True, text=True, timeout=120)
+    def gather():
+        return subprocess.run([python_exe, "-m", "jobs", "gather", str(sweep)], cwd=repo,
+                              capture_output=True, text=True, timeout=120)
+
     out = gather()
     assert out.returncode == 2 and "workers.txt" in out.stderr and "give the settings with --workers" in out.stderr
     (sweep / "workers.txt").write_text("0,1\n")

@@ -162,7 +162,8 @@ def test_sweep_array_refuses_an_array_that_does_not_match_the_settings(ctx):
 @pytest.mark.slow
 def test_ddp_node_srun_and_torchrun_variants_train_two_ranks(ctx):
     # Both at once: each needs the sandbox's two CPUs, so Slurm runs them back to back.
-    srun_job = submit(ctx, "--cpus-per-task=1", "--mem=4G", template(ctx["repo"], "ddp-node.sbatch"), *TINY, "--max-steps", "3")
+    srun_job = submit(ctx, "--cpus-per-task=1", "--mem=4G", template(ctx["repo"], "ddp-node.sbatch"), *TINY,
+                      "--max-steps", "3")
     torchrun_job = submit(ctx, "--cpus-per-task=2", "--mem=4G", template(ctx["repo"], "ddp-node-torchrun.sbatch"),
                           *TINY, "--max-steps", "3")
     wait_gone([srun_job, torchrun_job], timeout=300)

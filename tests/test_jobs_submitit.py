@@ -52,7 +52,7 @@ def test_single_run_sweep_ddp_and_failure_through_submitit(slurm, tmp_path, pyth
     assert (row["status"], row["world_size"], row["num_workers"], row["steps"]) == ("ok", 2, 0, 4)
 
     assert broken.returncode == 1, outputs["broken"]
-    [line] = [l for l in outputs["broken"][1].splitlines() if l.startswith("dljobs submit: job failed:")]
+    [line] = [x for x in outputs["broken"][1].splitlines() if x.startswith("dljobs submit: job failed:")]
     assert "FAILED" in line and "MNIST not found" in line and "log:" in line
     assert "Traceback" not in outputs["broken"][1]
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from lessons import diff, runner
+from lessons.blocks import SHELL_MODES, commands, extract, lesson_files, parse_info
+from lessons.shape import json_mismatch, line_pattern, mismatch, text_mismatch
 
-from lessons import diff, runner  # noqa: E402
-from lessons.blocks import SHELL_MODES, commands, extract, lesson_files, parse_info  # noqa: E402
-from lessons.shape import json_mismatch, line_pattern, mismatch, text_mismatch  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 LESSONS = lesson_files(REPO / "lessons")
 #: The lesson plan of issue 7; the files must exist, numbered in this order.
@@ -184,7 +183,8 @@ def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path:
         assert gpu, f"GPU figures (a `text gpu` block or the placeholder <!-- GPU-RESULTS: lesson{number} -->)"
 
 
-_KIT_PATH = re.compile(r"\b(?:jobs|profiling|multi_gpu|lessons|benchmarks|docs)/[\w./-]*\w\.(?:md|py|sh|sbatch|env|example)\b")
+_KIT_PATH = re.compile(
+    r"\b(?:jobs|profiling|multi_gpu|lessons|benchmarks|docs)/[\w./-]*\w\.(?:md|py|sh|sbatch|env|example)\b")
 
 
 @pytest.mark.parametrize("path", [*LESSONS, REPO / "lessons" / "README.md"], ids=lambda p: p.stem)
@@ -210,3 +210,43 @@ def test_every_lesson_runs_in_order_in_a_fresh_copy(slurm: object, python_exe: s
     total = time.monotonic() - started
     print("lesson times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + f"; total {total:.0f} s")
     assert total < 20 * 60, f"the CPU path through the lessons took {total:.0f} s (budget 20 min)"
+
+
+# --- lesson numbers named in code ------------------------------------------------------------------
+
+#: What each lesson is about: words from its heading, and words one of which must stand next to any
+#: "lesson NN" in the code or the templates (on the same line or the next), so a renumbered lesson
+#: cannot leave a stale reference behind.
+TOPICS = {
+    0: ("set-up", ("set-up", "setup", "environment", "install")),
+    1: ("baseline", ("mnist", "baseline", "train", "loop", "model", "main", "script", "single-gpu", "cnn", "epoch")),
+    2: ("profile", ("profil", "kernprof", "report", "measure", "starv")),
+    3: ("advice", ("advice", "num_workers", "workers", "sweep", "cpus", "data loading", "setting at a time")),
+    4: ("faster", ("faster", "speed", "setting", "amp", "switch")),
+    5: ("DDP on one node", ("ddp", "distributed", "one node")),
+    6: ("many nodes", ("nodes", "rendezvous")),
+    7: ("preemption", ("preempt", "checkpoint", "requeue", "signal")),
+    8: ("efficiency", ("efficien", "seff", "sacct")),
+}
+CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
+        *REPO.glob("jobs/**/*.sh"), *REPO.glob("profiling/*.py"), *REPO.glob("multi_gpu/*.py"),
+        *REPO.glob("benchmarks/*"), *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh")]
+
+
+def test_every_lesson_named_in_code_exists_and_has_that_topic() -> None:
+    headings = {int(path.name[:2]): path.read_text(encoding="utf-8").splitlines()[0] for path in LESSONS}
+    for number, (title, _) in TOPICS.items():
+        assert title.lower() in headings[number].lower(), f"lesson {number:02d} is no longer {title!r}"
+    wrong, seen = [], 0
+    for path in CODE:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            for match in re.finditer(r"\blesson (\d+)\b", line, flags=re.IGNORECASE):
+                seen += 1
+                number, where = int(match.group(1)), f"{path.relative_to(REPO)}:{i + 1}"
+                window = " ".join(lines[i:i + 2]).lower()
+                if number not in headings:
+                    wrong.append(f"{where}: there is no lesson {number:02d}")
+                elif not any(word in window for word in TOPICS[number][1]):
+                    wrong.append(f"{where}: lesson {number:02d} is {headings[number]!r}, not what this line says")
+    assert seen > 20 and wrong == []

@@ -157,7 +157,8 @@ def test_data_dir_that_is_a_file_is_one_clear_line(python_exe: str, repo: Path, 
     proc = _run(python_exe, repo, str(repo / "mnist_classify.py"), "--data-dir", str(a_file), "--synthetic",
                 "--device", "cpu")
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines() == [f"mnist_classify.py: error: --data-dir {a_file} is a file, not a folder"]
+    expected = f"mnist_classify.py: error: --data-dir {a_file} is a file, not a folder"
+    assert proc.stderr.strip().splitlines() == [expected]
     assert a_file.read_text() == "kept as it is\n"
 
 

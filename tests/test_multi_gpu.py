@@ -5,6 +5,7 @@ MNIST subset, so each process is mostly the cost of importing torch.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -227,3 +228,20 @@ def test_scaling_table_efficiency_against_the_one_gpu_run(tmp_path):
     assert "| resnet50-bf16-cl | 4 | 256 | 3,600 | 900 | 3.60x | 90.0 % |" in scaling.to_markdown(table)
     assert scaling.main([*map(str, files), "--plot", str(tmp_path / "s.png")]) == 0
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_checkpoints_is_a_do_nothing_hook_with_the_same_interface(tmp_path):
+    """Without --checkpoint-dir the epoch loop gets NoCheckpoints: same calls, no effect, no step hook."""
+    from multi_gpu.resumable import CheckpointHook, NoCheckpoints, start_checkpointing
+
+    hook = NoCheckpoints()
+    calls = {"begin_epoch", "stop_requested", "save", "step_hook", "progress", "preempted", "guard", "save_seconds"}
+    assert calls <= set(dir(hook)) and calls - {"progress", "guard", "save_seconds"} <= set(dir(CheckpointHook))
+    hook.begin_epoch(3, 5)
+    assert hook.step_hook is None and not hook.stop_requested() and hook.save(finished=True) is None
+    assert (hook.progress.epoch, hook.progress.step_in_epoch, hook.save_seconds, hook.preempted) == (1, 0, [], False)
+    args = argparse.Namespace(checkpoint_dir=None)
+    one = dist_env.DistEnv(rank=0, local_rank=0, world_size=1, launcher="none")
+    set_up = start_checkpointing(args, None, None, None, one, torch.device("cpu"), ())
+    assert isinstance(set_up.hook, NoCheckpoints) and set_up.rng_state is None and set_up.resumed_from is None
+    assert not list(tmp_path.iterdir())  # nothing written

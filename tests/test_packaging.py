@@ -36,3 +36,18 @@ def test_console_script_targets_exist(script: str) -> None:
     """Each console script in pyproject.toml points at a function that imports."""
     (entry,) = [ep for ep in distribution("slurm-dl-kit").entry_points if ep.name == script]
     assert callable(entry.load())
+
+
+def test_imports_between_jobs_and_profiling_run_one_way() -> None:
+    """`jobs/` imports `profiling/` (its Slurm helpers, sweep and report); `profiling/` never imports `jobs/`."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    wrong = []
+    for path in sorted((root / "profiling").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            wrong += [f"{path.name}: {n}" for n in names if n == "jobs" or n.startswith("jobs.")]
+    assert wrong == []
+    assert "from profiling.slurm import" in (root / "jobs" / "submit.py").read_text(encoding="utf-8")

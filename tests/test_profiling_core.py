@@ -18,13 +18,13 @@ import pytest
 
 from lprof_fixtures import (EXPECTED_PHASES, MODULE_3X_4X, MODULE_5X, TRAIN_FIRST_LINE, TRAIN_SOURCE,
                             train_timings, write_lprof)
-from profiling.advice import LOADER_BOUND, advise
+from profiling.advice import FEW_BATCHES, LESSON_SCRIPT_HINTS, LOADER_BOUND, RULES, advise, model_numbers
 from profiling.lprof import load_lprof
 from profiling.phases import classify_function
 from profiling.records import LINE_COLUMNS, PHASES, JobFacts, LoopSummary
 from profiling.render import render, report_dict
 from profiling.report import build_report, write_report
-from profiling.resources import Environment, cores_per_gpu_of, job_facts, parse_node
+from profiling.facts import Environment, cores_per_gpu_of, job_facts, parse_node
 
 NO_ENV = Environment(env={}, affinity=16)  # a 16-CPU machine outside Slurm, no GPU env
 PER_BATCH_MS = {"wait": 9.0, "copy": 0.1, "zero": 0.1, "forward": 0.4, "loss": 0.05, "backward": 0.7, "step": 0.3}
@@ -112,7 +112,8 @@ def test_phases_from_the_ast(snippet, expected):
 
 def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
     (tmp_path / "w.py").write_text("def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n")
-    path = write_lprof(tmp_path / "w.lprof", {("w.py", 1, "work"): [(2, 1, 10), (3, 11, 50), (4, 10, 40), (5, 1, 5)]}, 1e-9)
+    path = write_lprof(tmp_path / "w.lprof",
+                       {("w.py", 1, "work"): [(2, 1, 10), (3, 11, 50), (4, 10, 40), (5, 1, 5)]}, 1e-9)
     report = build_report(path, environment=NO_ENV)
     assert len(report.lines) == 4 and report.loop is None
     assert report.advice.num_workers is None and report.advice.fired_rules == ["no_loader_loop"]
@@ -142,7 +143,7 @@ def test_never_asks_the_machine_for_its_core_count(monkeypatch):
     def forbidden() -> int:
         raise AssertionError("os.cpu_count() counts the node, not the job")
     monkeypatch.setattr(os, "cpu_count", forbidden)
-    from profiling.resources import read_environment
+    from profiling.facts import read_environment
     expected = int(os.environ.get("SLURM_CPUS_PER_TASK") or len(os.sched_getaffinity(0)))
     assert job_facts(environment=read_environment()).cpus == expected
 
@@ -188,7 +189,7 @@ def test_loader_bound_profile_gets_more_workers():
 def test_main_process_cpus_depend_on_gpu_and_pinned_memory():
     loop = _loop(9.267, 1.70)
     pinned_gpu = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=1))
-    unpinned_gpu = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=1), {"argv": ["t.py", "--no-pin-memory"]})
+    unpinned_gpu = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=1, pin_memory=False))
     cpu_only = advise(loop, JobFacts(cpus=16, gpus=0, num_workers=1))
     assert pinned_gpu.cpus_per_task == pinned_gpu.num_workers + 2 and "main_process_cpus" in pinned_gpu.fired_rules
     assert unpinned_gpu.cpus_per_task == unpinned_gpu.num_workers + 1
@@ -237,6 +238,68 @@ def test_workers_are_capped_by_the_cpus_and_cpus_per_task_by_the_node():
     assert (node.num_workers, node.cpus_per_task) == (10, 12)
     tight = advise(_loop(9.267, 1.70), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=6))
     assert (tight.num_workers, tight.cpus_per_task) == (4, 6)  # 6 cores: 2 for the main process
+
+
+def test_loader_flags_are_read_once_into_the_job_facts():
+    facts = job_facts(environment=NO_ENV, meta={"argv": ["t.py", "--no-pin-memory", "--persistent-workers"]})
+    assert (facts.pin_memory, facts.persistent_workers) == (False, True)
+    silent = job_facts(environment=NO_ENV, meta={"argv": ["t.py"]})
+    assert (silent.pin_memory, silent.persistent_workers) == (None, None)
+    said = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2, pin_memory=True,
+                                             persistent_workers=True))
+    assert not {"pin_memory", "persistent_workers"} & set(said.fired_rules)
+
+
+def test_workers_unknown_assumes_the_default_and_warns():
+    advice = advise(_loop(9.267, 1.70), JobFacts(cpus=16, gpus=1, num_workers=None))
+    assert "workers_unknown" in advice.fired_rules and advice.numbers.current_workers == 1
+    assert any("not recorded" in w for w in advice.warnings)
+    assert not any("not recorded" in r for r in advice.reasons)  # a warning, not a reason
+
+
+def test_no_room_for_spare_when_only_the_average_fits():
+    # 1 worker: 3 + 2 = 5 ms a batch, 2 ms compute: 3 on average, 5 with room; 6 CPUs leave 4 workers
+    advice = advise(_loop(3.0, 2.0), JobFacts(cpus=6, gpus=1, num_workers=1))
+    assert advice.numbers.raw_workers == 3 and advice.numbers.needed_workers == 5
+    assert advice.num_workers == 4 and "no_room_for_spare" in advice.fired_rules
+    assert "capped_by_cpus" not in advice.fired_rules
+
+
+def test_too_many_workers_for_the_cpus_is_a_warning():
+    advice = advise(_loop(0.02, 5.0), JobFacts(cpus=4, gpus=1, num_workers=6))
+    assert "too_many_workers" in advice.fired_rules
+    assert any("num_workers=6" in w and "share cores" in w for w in advice.warnings)
+    fits = advise(_loop(0.02, 5.0), JobFacts(cpus=8, gpus=1, num_workers=6))
+    assert "too_many_workers" not in fits.fired_rules
+
+
+def test_few_batches_warns_that_start_up_weighs_heavily():
+    short = advise(_loop(0.02, 5.0, batches=FEW_BATCHES - 1), JobFacts(cpus=16, gpus=1, num_workers=2))
+    assert "few_batches" in short.fired_rules and any(f"Only {FEW_BATCHES - 1} batches" in w for w in short.warnings)
+    long = advise(_loop(0.02, 5.0, batches=FEW_BATCHES), JobFacts(cpus=16, gpus=1, num_workers=2))
+    assert "few_batches" not in long.fired_rules
+
+
+@pytest.mark.parametrize("loop", [None, _loop(9.267, 1.70), _loop(0.2, 1.7), _loop(3.0, 0.0)])
+def test_every_message_formats_on_its_own(loop):
+    """Every rule's message fills from the numbers of any loop that makes it fire, and reads alone."""
+    facts = JobFacts(cpus=4, gpus=1, num_workers=None if loop is None else 6, requested=True)
+    numbers = model_numbers(loop, facts)
+    for rule in RULES:
+        if rule.when(numbers):
+            text = rule.text(numbers)
+            assert text and "{" not in text and not text.startswith(("That ", "This is", "It ")), rule.name
+    assert {rule.level for rule in RULES} == {"advice", "warning", "note"}
+    assert set(LESSON_SCRIPT_HINTS) <= {rule.name for rule in RULES}
+    assert not any("mnist_classify.py" in rule.message for rule in RULES)  # kit-specific: the hints only
+
+
+def test_every_message_formats_with_full_numbers():
+    """Each rule's message, filled with numbers where every field is set, leaves no placeholder."""
+    numbers = model_numbers(_loop(9.267, 1.70, batches=10), JobFacts(cpus=4, gpus=1, num_workers=1))
+    for rule in RULES:
+        text = rule.text(numbers)
+        assert "{" not in text and "None" not in text, rule.name
 
 
 def test_advice_ignores_how_compute_is_split_among_compute_lines(tmp_path):

@@ -20,9 +20,10 @@ from profiling.compare import compare_phases
 from profiling.html import render_html
 from profiling.plots import write_plots
 from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
-from profiling.runner import declared_default, flag_value, output_stem, script_num_workers
+from profiling.argv import flag_value, strip_flags
+from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import best_of_repeats, pick_knee, strip_flags
+from profiling.sweep import best_of_repeats, pick_knee
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
@@ -39,7 +40,8 @@ def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.
     samples = None
     if with_samples:
         samples = pd.DataFrame({"time_s": [1.0, 2.0, 3.0] * 2, "device": ["cpu"] * 3 + ["gpu0"] * 3,
-                                "util_pct": [50, 60, 55, 20, 30, 25], "mem_used_mib": [800, 900, 950, 1e3, 1.2e3, 1.2e3],
+                                "util_pct": [50, 60, 55, 20, 30, 25],
+                                "mem_used_mib": [800, 900, 950, 1e3, 1.2e3, 1.2e3],
                                 "cores_busy": [1, 1.2, 1.1] + [math.nan] * 3})
     return Report(tmp_path / "x.lprof", lines, phases, JobFacts(4, 1, 1, source="hand-made"),
                   Advice(3, 4, ["data wait 32 ms per batch > compute 21 ms"],

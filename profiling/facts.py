@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from profiling.argv import switch
 from profiling.records import JobFacts
 
 
@@ -153,5 +154,8 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
         said.append("no GPU found (assumed a CPU-only run; use --gpus N)")
     in_job = bool(environment.env.get("SLURM_JOB_ID") or (meta.get("slurm") or {}).get("SLURM_JOB_ID"))
     requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
+    argv = [str(a) for a in meta.get("argv", [])]  # the profiled run's own arguments, recorded by `run`
     return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
-                    cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested)
+                    cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
+                    pin_memory=switch(argv, "--pin-memory", "--no-pin-memory"),
+                    persistent_workers=switch(argv, "--persistent-workers"))

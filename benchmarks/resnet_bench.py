@@ -8,8 +8,8 @@ number measures the model and the communication, not the file system.
 The batch here is PER GPU (weak scaling, as in NVIDIA's published numbers): N GPUs process N
 times as many images a step, and perfect scaling keeps images/s per GPU constant.
 
-    python multi_gpu/resnet_bench.py --amp --channels-last --results-json r1.json
-    torchrun --standalone --nproc_per_node=2 multi_gpu/resnet_bench.py --amp --channels-last \\
+    python benchmarks/resnet_bench.py --amp --channels-last --results-json r1.json
+    torchrun --standalone --nproc_per_node=2 benchmarks/resnet_bench.py --amp --channels-last \\
         --results-json r2.json --baseline-json r1.json        # adds the scaling efficiency
 """
 from __future__ import annotations
@@ -24,19 +24,12 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file from anywhere
-from multi_gpu import dist_env  # noqa: E402
-from multi_gpu.preemption import PreemptionGuard  # noqa: E402
-from multi_gpu.resumable import CheckpointHook, gather_objects  # noqa: E402
+from mnist_classify import positive_int
+from multi_gpu import dist_env
+from multi_gpu.preemption import PreemptionGuard
+from multi_gpu.resumable import CheckpointHook, gather_objects
 
 MODELS = ("resnet50", "resnet18")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,13 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", choices=MODELS, default="resnet50")
-    p.add_argument("--per-gpu-batch", type=_positive_int, default=256, metavar="N",
+    p.add_argument("--per-gpu-batch", type=positive_int, default=256, metavar="N",
                    help="images per process per step (weak scaling)")
-    p.add_argument("--image-size", type=_positive_int, default=224, metavar="PX")
-    p.add_argument("--classes", type=_positive_int, default=1000)
-    p.add_argument("--warmup-steps", type=_positive_int, default=20,
+    p.add_argument("--image-size", type=positive_int, default=224, metavar="PX")
+    p.add_argument("--classes", type=positive_int, default=1000)
+    p.add_argument("--warmup-steps", type=positive_int, default=20,
                    help="untimed steps first (cuDNN autotuning, NCCL set-up, allocator warm-up)")
-    p.add_argument("--steps", type=_positive_int, default=50, help="timed steps")
+    p.add_argument("--steps", type=positive_int, default=50, help="timed steps")
     p.add_argument("--amp", action="store_true", help="bf16 autocast (CUDA)")
     p.add_argument("--channels-last", action="store_true", help="NHWC layout for model and data")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
