@@ -192,34 +192,17 @@ def alone_step_factory(args, spec, placed, stage_index, module, device, x, y, in
     return step
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    dist = dist_env.read_env()
-    spec = ModelSpec(args.model, args.classes, args.image_size, args.width, args.depth)
-    costs, shapes = block_costs(spec)
-    try:
-        placed = placement.resolve(args.placement, args.stages or (None if args.placement else dist.world_size),
-                                   dist.world_size)
-    except placement.PlacementError as exc:
-        if dist.is_main:
-            print(f"pipeline: error: {exc}", file=sys.stderr)
-        return 2
-    problem = check_sizes(args, placed, len(costs))
-    if problem:
-        if dist.is_main:
-            print(f"pipeline: error: {problem}", file=sys.stderr)
-        return 2
+def train(args: argparse.Namespace, dist: dist_env.DistEnv, spec: ModelSpec, placed: placement.Placement,
+          costs: list[int], shapes: list[tuple[int, ...]], device: torch.device) -> dict:
+    """Build this process's stage, train it, and return the run's results (the same on every rank)."""
     pipe_index, stage_index = placed.role(dist.rank)
     ranges = split(costs, placed.stages)
     mine = ranges[stage_index]
-
-    device = pick_device(args.device, dist.local_rank)
-    dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
     mesh = DeviceMesh(device.type, placed.rank_grid(), mesh_dim_names=("dp", "pp"))
     if dist.is_main:
         print(placed.table(), flush=True)
-        cut = ", ".join(f"stage {s}: blocks {r.start}-{r.stop - 1} ({100 * sum(costs[i] for i in r) / sum(costs):.0f} % of FLOPs)"
+        cut = ", ".join(f"stage {s}: blocks {r.start}-{r.stop - 1} "
+                        f"({100 * sum(costs[i] for i in r) / sum(costs):.0f} % of FLOPs)"
                         for s, r in enumerate(ranges))
         print(f"model {args.model}: {len(costs)} blocks, {cut}", flush=True)
     torch.backends.cudnn.benchmark = True
@@ -260,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.save({k: v.detach().cpu() for k, v in module.blocks.state_dict().items()},
                    args.save_weights / f"stage{stage_index}.pt")
     slowest = max(r["seconds"] for r in per_rank)
-    result = {
+    return {
         "mode": "alone" if args.alone else ("ddp" if placed.stages == 1 else "pipeline"),
         "model": args.model, "pipelines": placed.pipelines, "stages": placed.stages,
         "schedule": None if placed.stages == 1 else args.schedule,
@@ -274,6 +257,34 @@ def main(argv: list[str] | None = None) -> int:
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    dist = dist_env.read_env()
+    spec = ModelSpec(args.model, args.classes, args.image_size, args.width, args.depth)
+    costs, shapes = block_costs(spec)
+    # Every check runs before the process group: a wrong placement or batch costs no GPU time.
+    try:
+        stages = args.stages or (None if args.placement else dist.world_size)
+        placed = placement.resolve(args.placement, stages, dist.world_size)
+        problem = check_sizes(args, placed, len(costs))
+    except placement.PlacementError as exc:
+        problem = str(exc)
+    if problem:
+        if dist.is_main:
+            print(f"pipeline: error: {problem}", file=sys.stderr)
+        return 2
+    device = pick_device(args.device, dist.local_rank)
+    dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
+    try:
+        result = train(args, dist, spec, placed, costs, shapes, device)
+    except torch.OutOfMemoryError as exc:
+        peak = torch.cuda.max_memory_allocated(device) / 2**30
+        print(f"pipeline: error: rank {dist.rank} ran out of GPU memory on {device} "
+              f"({peak:.1f} GiB allocated at the peak): {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
     if dist.is_main:
         print(f"{result['mode']}: {placed.pipelines} x {placed.stages}, {result['schedule'] or '-'}, "
               f"{args.microbatches} microbatches, {result['samples_per_sec']:.1f} samples/s", flush=True)

@@ -95,13 +95,13 @@ def _on_meta(spec: ModelSpec) -> list[nn.Module]:
 def block_costs(spec: ModelSpec) -> tuple[list[int], list[tuple[int, ...]]]:
     """Forward FLOPs of each block for one sample, and each block's input shape (batch of 1)."""
     blocks = _on_meta(spec)
-    x = torch.empty((1, *spec.sample_shape()), device="meta")
+    x = torch.empty((2, *spec.sample_shape()), device="meta")  # 2: batch norm refuses 1 sample
     costs, shapes = [], []
     for block in blocks:
-        shapes.append(tuple(x.shape))
+        shapes.append((1, *x.shape[1:]))
         with FlopCounterMode(display=False) as counter:
             x = block(x)
-        costs.append(int(counter.get_total_flops()))
+        costs.append(int(counter.get_total_flops()) // 2)
     return costs, shapes
 
 
@@ -131,6 +131,18 @@ def split(costs: list[int], stages: int) -> list[range]:
     return bounds[::-1]
 
 
+class _ContiguousGrad(torch.autograd.Function):
+    """Identity forward; makes the gradient sent back to the previous stage contiguous."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return grad.contiguous()
+
+
 class Stage(nn.Module):
     """A run of blocks under optional bf16 autocast; hands a contiguous tensor to the next stage."""
 
@@ -140,6 +152,8 @@ class Stage(nn.Module):
         self.amp = amp
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.requires_grad:  # received from a stage before: its gradient goes back by send
+            x = _ContiguousGrad.apply(x)
         with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16, enabled=self.amp):
             for block in self.blocks.values():
                 x = block(x)
