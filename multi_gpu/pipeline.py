@@ -133,8 +133,10 @@ def train_step_factory(args, placed, stage_index, pipe_index, mesh, module, devi
     """A function that runs one training step and returns this process's loss (or None)."""
     optimizer = make_optimizer(args, list(module.parameters()), device)
     if placed.stages == 1:
-        model = DDP(module, process_group=mesh.get_group("dp"),
-                    device_ids=[device.index] if device.type == "cuda" else None)
+        # One process trains the bare module: DDP's gradient buckets would cost a copy of the grads.
+        model = module if placed.pipelines == 1 else DDP(
+            module, process_group=mesh.get_group("dp"),
+            device_ids=[device.index] if device.type == "cuda" else None)
 
         def plain_step() -> torch.Tensor | None:
             optimizer.zero_grad(set_to_none=True)
