@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alone", action="store_true",
                    help="no pipeline: each process trains its own stage by itself on made-up "
                         "inputs, to measure what S stages would give with no bubble")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the placement and batch against the job ($SLURM_NTASKS tasks inside "
+                        "a batch script), print the layout, and exit (0, or 2 with the reason)")
     p.add_argument("--save-weights", type=Path, default=None,
                    help="pipeline 0 writes every stage's weights here (stage<N>.pt) at the end")
     p.add_argument("--results-json", type=Path, default=None, help="rank 0 writes the results here")
@@ -265,12 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     dist = dist_env.read_env()
+    # A batch script is not yet a step: the job's task count is what the step will have.
+    world_size = int(os.environ.get("SLURM_NTASKS", dist.world_size)) if args.dry_run else dist.world_size
     spec = ModelSpec(args.model, args.classes, args.image_size, args.width, args.depth)
     costs, shapes = block_costs(spec)
     # Every check runs before the process group: a wrong placement or batch costs no GPU time.
     try:
-        stages = args.stages or (None if args.placement else dist.world_size)
-        placed = placement.resolve(args.placement, stages, dist.world_size)
+        stages = args.stages or (None if args.placement else world_size)
+        placed = placement.resolve(args.placement, stages, world_size)
         problem = check_sizes(args, placed, len(costs))
     except placement.PlacementError as exc:
         problem = str(exc)
@@ -278,6 +284,11 @@ def main(argv: list[str] | None = None) -> int:
         if dist.is_main:
             print(f"pipeline: error: {problem}", file=sys.stderr)
         return 2
+    if args.dry_run:
+        print(placed.table())
+        print(f"model {args.model}: stages cut at blocks "
+              f"{', '.join(f'{r.start}-{r.stop - 1}' for r in split(costs, placed.stages))}; ok")
+        return 0
     device = pick_device(args.device, dist.local_rank)
     dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
     try:

@@ -6,6 +6,7 @@ one-process run of the same model on the same global batch.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,28 @@ def test_two_pipelines_of_two_stages_under_srun_match_one_process(slurm, single,
     assert "pipeline: 2 x 2, 1f1b, 4 microbatches" in done.stdout
     assert "pipeline 0: s0=host0:gpu0  s1=host0:gpu2" in done.stdout
     _assert_same(_weights(out), single)
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_the_one_node_template_trains_one_by_two_on_the_sandbox(slurm, tmp_path) -> None:
+    """jobs/templates/pipeline-node.sbatch, CPU variant: 2 tasks (the sandbox's 2 fake GPUs), gloo."""
+    site = tmp_path / "site.env"
+    site.write_text(f"export SBATCH_PARTITION=debug\nDLKIT_VENV={Path(sys.executable).parents[1]}\n")
+    env = {**subprocess_env(), "DLKIT_SITE_ENV": str(site)}
+    sbatch = [sys.executable, "-m", "jobs", "sbatch", "--parsable", "--cpus-per-task=1", "--mem=4G",
+              str(REPO / "jobs" / "templates" / "pipeline-node.sbatch"), *TINY]
+    bad = subprocess.run([*sbatch, "--stages", "3"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    good = subprocess.run(sbatch, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 0 and good.returncode == 0, bad.stderr + good.stderr
+    bad_id, good_id = (p.stdout.strip().split(";")[0] for p in (bad, good))
+    slurm.wait(bad_id, limit=300)
+    slurm.wait(good_id, limit=300)
+    bad_log = (tmp_path / f"pipeline-{bad_id}.out").read_text()
+    assert "pipeline: error: 3 stage(s) do not divide the job's 2 task(s)" in bad_log
+    assert slurm.sacct(bad_id)[bad_id]["ExitCode"] == "2:0"  # refused before srun started anything
+    log = (tmp_path / f"pipeline-{good_id}.out").read_text()
+    assert slurm.sacct(good_id)[good_id]["State"] == "COMPLETED", log[-3000:]
+    assert "pipeline: 1 x 2, 1f1b, 4 microbatches" in log and "step 5 loss" in log, log[-3000:]
+    result = json.loads((tmp_path / "runs" / "pipeline" / f"{good_id}.json").read_text())
+    assert (result["pipelines"], result["stages"], result["launcher"]) == (1, 2, "srun")
