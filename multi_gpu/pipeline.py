@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.distributed as tdist
@@ -37,6 +38,7 @@ from multi_gpu.resnet_bench import _positive_int, pick_device
 from multi_gpu.resumable import gather_objects
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+Step = Callable[[], "torch.Tensor | None"]  # one training step; returns this process's loss, if it has one
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,7 +135,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def train_step_factory(args, placed, stage_index, pipe_index, mesh, module, device, x, y):
+def train_step_factory(args: argparse.Namespace, placed: placement.Placement, stage_index: int,
+                       mesh: DeviceMesh, module: Stage, device: torch.device,
+                       x: torch.Tensor, y: torch.Tensor) -> Step:
     """A function that runs one training step and returns this process's loss (or None)."""
     optimizer = make_optimizer(args, list(module.parameters()), device)
     if placed.stages == 1:
@@ -173,7 +177,9 @@ def train_step_factory(args, placed, stage_index, pipe_index, mesh, module, devi
     return pipeline_step
 
 
-def alone_step_factory(args, spec, placed, stage_index, module, device, x, y, in_shape):
+def alone_step_factory(args: argparse.Namespace, placed: placement.Placement, stage_index: int,
+                       module: Stage, device: torch.device, x: torch.Tensor, y: torch.Tensor,
+                       in_shape: tuple[int, ...]) -> Step:
     """One step of this stage by itself: the same microbatches, no neighbours, no bubble."""
     optimizer = make_optimizer(args, list(module.parameters()), device)
     micro = x.shape[0] // args.microbatches
@@ -218,9 +224,9 @@ def train(args: argparse.Namespace, dist: dist_env.DistEnv, spec: ModelSpec, pla
     module = Stage(blocks, mine.start, args.amp and device.type == "cuda")
     x, y = make_data(spec, args.global_batch, pipe_index, placed.pipelines, device, args.channels_last)
     if args.alone:
-        step = alone_step_factory(args, spec, placed, stage_index, module, device, x, y, shapes[mine.start])
+        step = alone_step_factory(args, placed, stage_index, module, device, x, y, shapes[mine.start])
     else:
-        step = train_step_factory(args, placed, stage_index, pipe_index, mesh, module, device, x, y)
+        step = train_step_factory(args, placed, stage_index, mesh, module, device, x, y)
     reporter = placed.rank_grid()[0][-1]  # the last stage of pipeline 0 sees the loss
 
     for _ in range(args.warmup_steps):
