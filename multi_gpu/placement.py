@@ -189,8 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.hosts is not None:
         env["SLURM_JOB_NUM_NODES"] = str(args.hosts)
     hosts = int(env.get("SLURM_JOB_NUM_NODES") or 1)
-    per_host = args.gpus_per_host or int(env.get("SLURM_NTASKS") or hosts) // hosts
+    per_host = args.gpus_per_host
+    if per_host is None:
+        per_host = int(env.get("SLURM_NTASKS") or hosts) // max(hosts, 1)
     try:
+        if hosts < 1 or per_host < 1:
+            raise PlacementError(f"a job needs at least 1 host and 1 task per host, got {hosts} x {per_host}")
         placed = resolve(args.file, args.stages, hosts * per_host, env)
     except PlacementError as exc:
         print(f"placement: error: {exc}", file=sys.stderr)

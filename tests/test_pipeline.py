@@ -65,6 +65,11 @@ def test_a_bad_placement_is_refused_in_one_line(tmp_path, capsys, text, args, me
     assert err.startswith("placement: error: ") and message in err, err
 
 
+def test_an_empty_job_is_refused_in_one_line(capsys) -> None:
+    assert placement.main(["--stages", "2", "--hosts", "0"]) == 2
+    assert capsys.readouterr().err == "placement: error: a job needs at least 1 host and 1 task per host, got 0 x 0\n"
+
+
 def test_a_missing_file_is_refused_in_one_line(tmp_path, capsys) -> None:
     assert placement.main([str(tmp_path / "nope.yaml"), *ONE_NODE_4]) == 2
     err = capsys.readouterr().err
