@@ -58,16 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def pick_device(name: str, local_rank: int) -> torch.device:
-    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise SystemExit("resnet_bench: error: --device cuda but no CUDA GPU is visible")
-    device = torch.device("cuda", local_rank % torch.cuda.device_count())
-    torch.cuda.set_device(device)
-    return device
-
-
 def efficiency(per_gpu: float, world_size: int, baseline: dict | None) -> dict:
     """Speed-up and efficiency against a 1-GPU run of the same settings."""
     if baseline is None:
@@ -95,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             parser.error(f"cannot read --baseline-json {args.baseline_json}: {exc}")
     dist = dist_env.read_env()
-    device = pick_device(args.device, dist.local_rank)
+    device = dist_env.local_device(args.device, dist.local_rank)
     dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
     torch.backends.cudnn.benchmark = True
     import torchvision  # after CUDA set-up; weights=None: nothing is downloaded

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 # Ports 10000-29999: below Linux's ephemeral range (32768+), where outgoing connections live.
 # jobs/lib/job.sh (dlkit_rendezvous) uses the very same formula for the batch templates.
@@ -121,6 +122,21 @@ def init_process_group(dist: DistEnv, backend: str) -> None:
     tdist.init_process_group(
         backend=backend, init_method="env://", rank=dist.rank, world_size=dist.world_size
     )
+
+
+def local_device(name: str, local_rank: int):
+    """This process's device: `cpu`, or the GPU of its local rank (`auto` takes a GPU when there is one).
+
+    Set as the current CUDA device too, so NCCL and every later allocation use it."""
+    import torch
+
+    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{Path(sys.argv[0]).name}: error: --device {name} but no CUDA GPU is visible")
+    device = torch.device("cuda", local_rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
 
 
 def destroy_process_group() -> None:
