@@ -1,13 +1,12 @@
 """The lessons are executable: their marked blocks run, in order, in a fresh copy of the kit.
 
-Fast tests check the marking machinery and the lessons' structure; one slow test runs every
-lesson against the real local Slurm sandbox (see lessons/README.md for the convention).
+Fast tests check the marking machinery and the lessons' structure; slow tests run each lesson, in
+order, against the real local Slurm sandbox (see lessons/README.md for the convention).
 """
 from __future__ import annotations
 
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -199,18 +198,34 @@ def test_every_kit_file_a_lesson_names_exists(path: Path) -> None:
 
 # --- the lessons themselves --------------------------------------------------------------------
 
+#: Set once a lesson fails: the lessons after it build on its files and jobs, so they are skipped.
+_FIRST_FAILURE: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def kit(slurm: object, python_exe: str, repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One fresh copy of the kit for the whole lesson path, as a learner's checkout."""
+    root = runner.fresh_copy(tmp_path_factory.mktemp("lessons") / "kit", repo)
+    runner.provide_setup(root, python_exe)
+    return root
+
+
 @pytest.mark.slow
 @pytest.mark.slurm
-def test_every_lesson_runs_in_order_in_a_fresh_copy(slurm: object, python_exe: str, repo: Path,
-                                                    tmp_path: Path) -> None:
-    """The CPU path through all lessons, as a learner types it (budget: 20 min; aim: 5 min)."""
-    root = runner.fresh_copy(tmp_path / "kit", repo)
-    runner.provide_setup(root, python_exe)
-    started = time.monotonic()
-    times = runner.run_all(LESSONS, root, python_exe, log=print)
-    total = time.monotonic() - started
-    print("lesson times: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()) + f"; total {total:.0f} s")
-    assert total < 20 * 60, f"the CPU path through the lessons took {total:.0f} s (budget 20 min)"
+@pytest.mark.timeout(1800)  # a guard against a hang only: every block has its own time limit
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_lesson_runs_in_order_in_a_fresh_copy(kit: Path, python_exe: str, path: Path) -> None:
+    """The CPU path through the lessons, as a learner types it: one test per lesson, in order, in one
+    shared copy (later lessons use what earlier ones made). No wall-clock budget is asserted here: a
+    busy machine is slower, not wrong; `make test` lists the slowest tests instead."""
+    if _FIRST_FAILURE:
+        pytest.skip(f"{_FIRST_FAILURE[0]} failed, and this lesson builds on it")
+    try:
+        seconds = runner.run_lesson(path, kit, python_exe, log=print)
+    except BaseException:
+        _FIRST_FAILURE.append(path.stem)
+        raise
+    print(f"{path.name}: {seconds:.0f} s")
 
 
 # --- lesson numbers named in code ------------------------------------------------------------------
@@ -228,6 +243,7 @@ TOPICS = {
     6: ("many nodes", ("nodes", "rendezvous")),
     7: ("preemption", ("preempt", "checkpoint", "requeue", "signal")),
     8: ("efficiency", ("efficien", "seff", "sacct")),
+    11: ("pipeline", ("pipeline", "stage", "microbatch", "placement")),
 }
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
         *REPO.glob("jobs/**/*.sh"), *REPO.glob("profiling/*.py"), *REPO.glob("multi_gpu/*.py"),
