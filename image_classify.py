@@ -29,7 +29,7 @@ from torch.utils.data import DataLoader
 from torchvision import datasets, models, transforms
 
 import mnist_classify as lesson1
-from small_files.shards import INDEX, ShardError, read_index, shard_dataset
+from small_files.shards import ShardError, is_shard_dir, read_index, shard_dataset
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -65,10 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sync-timing", action="store_true")
     g.add_argument("--metrics-json", type=Path, default=None, metavar="PATH")
     return p
-
-
-def is_shards(path: Path) -> bool:
-    return (path / INDEX).is_file()
 
 
 def train_transform(size: int) -> transforms.Compose:
@@ -107,7 +103,7 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     if val is None and (args.data.parent / "val").is_dir() and args.data.name == "train":
         val = args.data.parent / "val"
     test_ds = datasets.ImageFolder(str(val), test_transform(args.image_size)) if val else None
-    if is_shards(args.data):
+    if is_shard_dir(args.data):
         train_ds = shard_dataset(args.data, train_transform(args.image_size))
         classes = len(read_index(args.data)["classes"])
         workers = lesson1.resolve_num_workers(args.num_workers)
@@ -143,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     workers = lesson1.resolve_num_workers(args.num_workers)
-    kind = "shards" if is_shards(args.data) else "image folder"
+    kind = "shards" if is_shard_dir(args.data) else "image folder"
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
     lesson1.print_context({"host": os.uname().nodename, "slurm_job_id": os.environ.get("SLURM_JOB_ID"),

@@ -58,7 +58,9 @@ def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0) -> dict
         name = f"shard-{number:06d}.tar"
         tmp = out / f".{name}.tmp{os.getpid()}"
         chunk = order[start:start + per_shard]
-        with open(tmp, "wb") as f, wds.TarWriter(f) as sink:
+        # A fixed whole-second mtime: reproducible shards, and plain ustar headers (a float mtime
+        # makes Python add a PAX header to every member, which doubles the parsing on read).
+        with open(tmp, "wb") as f, wds.TarWriter(f, mtime=0) as sink:
             for i in chunk:
                 path, label = samples[i]
                 key = f"{classes[label]}/{Path(path).stem}"
@@ -69,6 +71,10 @@ def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0) -> dict
              "classes": classes, "shards": shards}
     (out / INDEX).write_text(json.dumps(index, indent=1) + "\n")
     return index
+
+
+def is_shard_dir(path: Path) -> bool:
+    return (path / INDEX).is_file()
 
 
 def read_index(shard_dir: Path) -> dict:
@@ -135,19 +141,21 @@ def _pair(transform: Callable) -> Callable[[dict], tuple[torch.Tensor, int]]:
     return pair
 
 
-def shard_dataset(shard_dir: Path, transform: Callable) -> wds.WebDataset:
+def shard_dataset(shard_dir: Path, transform: Callable | None) -> wds.WebDataset:
     """The shards as an IterableDataset of (image, label), in the written order.
 
     The images are decoded in the loader's workers (decode("pil")), the shards split over the
     workers (and over DDP ranks with split_by_node). The written order was already shuffled
-    with a seed, which is the order lesson 1's sampler gives the folder.
+    with a seed, which is the order lesson 1's sampler gives the folder. With transform=None
+    the samples stay undecoded bytes (to time reading alone).
     """
     index = read_index(shard_dir)
     urls = [str(shard_dir / s["name"]) for s in index["shards"]]
-    pipeline = (wds.WebDataset(urls, shardshuffle=False, nodesplitter=wds.split_by_node,
-                               handler=_raise_shard_error, empty_check=False)
-                .decode("pil", handler=_raise_shard_error)
-                .map(_pair(transform)))
+    pipeline = wds.WebDataset(urls, shardshuffle=False, nodesplitter=wds.split_by_node,
+                              handler=_raise_shard_error, empty_check=False)
+    if transform is not None:
+        pipeline = pipeline.decode("pil", handler=_raise_shard_error)
+    pipeline = pipeline.map(_pair(transform or (lambda data: data)))
     with warnings.catch_warnings():  # "with_length only sets __len__": that is all we want of it
         warnings.simplefilter("ignore")
         return pipeline.with_length(index["samples"])
