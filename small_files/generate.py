@@ -53,7 +53,7 @@ def generate(root: Path, train: int, val: int, classes: int = 10, size: int = 16
     in parallel chunks; the bytes do not depend on how many processes wrote them.
     """
     counts = {"train": train, "val": val}
-    for split in SPLITS:
+    for split in (split for split in SPLITS if counts[split]):
         for name in class_names(classes):
             (root / split / name).mkdir(parents=True, exist_ok=True)
     jobs = jobs or max(len(os.sched_getaffinity(0)), 1)

@@ -73,6 +73,24 @@ def _stop(pidfile: Path) -> None:
         os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
 
 
+def _wait_until_gone(private: Path, limit: float = 10.0) -> None:
+    """Wait for the sshfs client's ssh and the sshd session to exit (they close a moment after
+    the unmount), so that nothing started here outlives the mount."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        alive = False
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                alive = str(private).encode() in (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if alive:
+                break
+        if not alive:
+            return
+        time.sleep(0.05)
+
+
 def _is_mounted(path: Path) -> bool:
     return any(line.split()[1] == str(path) for line in Path("/proc/self/mounts").read_text().splitlines())
 
@@ -118,3 +136,4 @@ def sshfs_mount(served: Path, options: str = "") -> Iterator[Path]:
             if _is_mounted(mount):
                 subprocess.run(["fusermount3", "-u", str(mount)], capture_output=True, timeout=60, check=False)
             _stop(d / "sshd.pid")
+            _wait_until_gone(d)
