@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an ImageFolder (DIR/<class>/<image>.jpg) or a shard folder with index.json")
     p.add_argument("--val", type=Path, default=None,
                    help="an ImageFolder to test on (default: a 'val' folder beside the training folder, if any)")
+    p.add_argument("--no-test", action="store_true", help="skip the test pass (timing runs)")
     p.add_argument("--image-size", type=lesson1._positive_int, default=128, metavar="PX",
                    help="side of the random crop the model trains on")
     p.add_argument("--batch-size", type=lesson1._positive_int, default=64, metavar="N")
@@ -100,7 +101,9 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
         raise lesson1.SetupError(f"--data {args.data}: no such folder")
     args.gpu_resident = False  # lesson 1's make_loaders reads it
     val = args.val
-    if val is None and (args.data.parent / "val").is_dir() and args.data.name == "train":
+    if args.no_test:
+        val = None
+    elif val is None and (args.data.parent / "val").is_dir() and args.data.name == "train":
         val = args.data.parent / "val"
     test_ds = datasets.ImageFolder(str(val), test_transform(args.image_size)) if val else None
     if is_shard_dir(args.data):

@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{good} samples in good shards, {len(problems)} bad shard(s)")
             return EXIT_BAD_INPUT if problems else 0
         elif args.verb == "evict":
-            cache.evict(*args.paths)
+            method = cache.evict(*args.paths)
+            if method != "vmtouch -e":
+                print(f"evicted with {method} (install vmtouch to see what stays resident)")
+                return 0
             pages, total = cache.resident(*args.paths)
             print(f"evicted: {pages}/{total} pages resident ({100 * pages / max(total, 1):.0f}%)")
         elif args.verb == "sshfs":
