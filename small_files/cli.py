@@ -1,4 +1,4 @@
-"""`python -m small_files VERB`: generate, shard, check, evict, sshfs, read.
+"""`python -m small_files VERB`: generate, shard, check, evict, sshfs, read, split.
 
 Bad input (a missing folder, a corrupt shard) prints one line and exits 2, never a traceback.
 """
@@ -59,6 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--samples", type=_count, default=None, help="stop after N samples (default: all)")
     r.add_argument("--decode", action="store_true", help="decode and transform too, as training does")
     r.add_argument("--cold", action="store_true", help="evict SOURCE from the page cache first")
+    t = verbs.add_parser("split", help="per batch, the workers' file open/read time against decode/transform time")
+    t.add_argument("source", type=Path)
+    t.add_argument("--workers", type=_count, default=2)
+    t.add_argument("--samples", type=_count, default=None, help="stop after N samples (default: all)")
+    t.add_argument("--image-size", type=_count, default=128)
+    t.add_argument("--cold", action="store_true", help="evict SOURCE from the page cache first")
+    t.add_argument("--meta", type=Path, default=None,
+                   help="also store the split as 'io_split' in this run's .meta.json (written by "
+                        "`python -m profiling run`), so that `python -m profiling report` can use it")
     return p
 
 
@@ -112,6 +121,20 @@ def main(argv: list[str] | None = None) -> int:
                 cache.evict(args.source)
             print(json.dumps({"source": str(args.source), "workers": args.workers, "decode": args.decode,
                               **read_rate(args.source, args.workers, args.samples, args.decode)}))
+        elif args.verb == "split":
+            from small_files.readtime import split
+            _exists(args.source, "source")
+            if args.cold:
+                cache.evict(args.source)
+            result = split(args.source, args.workers, args.samples, args.image_size)
+            short = {k: v for k, v in result.items() if not k.endswith("_batches")}
+            print(f"read {result['read_ms_per_batch']:.1f} ms, decode {result['decode_ms_per_batch']:.1f} ms "
+                  f"per batch of {result['batch_size']} (worker time; reads {100 * result['read_share']:.0f}%)")
+            print(json.dumps(short))
+            if args.meta is not None:
+                meta = json.loads(args.meta.read_text())
+                meta["io_split"] = short
+                args.meta.write_text(json.dumps(meta, indent=2) + "\n")
     except (shards.ShardError, remote.SshfsUnavailable, cache.CacheToolMissing, FileNotFoundError,
             ValueError, OSError) as exc:
         print(f"small_files {args.verb}: error: {str(exc).strip().splitlines()[-1]}", file=sys.stderr)
