@@ -45,6 +45,9 @@ HANDOFF_MS = 0.5
 # 9.5 ms with the node free, so `workers + 1` CPUs starved the workers (docs/profiling-model.md).
 MAIN_CPUS_GPU_PINNED = 2
 MAIN_CPUS_OTHERWISE = 1
+# Share of the loader workers' time spent opening and reading files (`python -m small_files split`
+# stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
+READS_DOMINATE = 0.5
 
 Numbers = dict[str, Any]
 
@@ -86,6 +89,10 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, meta: Mapping[str, 
         "persistent_workers": _flag(argv, "--persistent-workers"),
         "compute_kind": "GPU" if facts.gpus >= 1 else "CPU",
     }
+    split = (meta or {}).get("io_split") or {}
+    numbers.update(io_known="read_share" in split, read_ms=split.get("read_ms_per_batch", 0.0),
+                   decode_ms=split.get("decode_ms_per_batch", 0.0), read_pct=100 * split.get("read_share", 0.0),
+                   reads_dominate=split.get("read_share", 0.0) >= READS_DOMINATE)
     if loop is None:
         numbers.update(num_workers=None, cpus_per_task=None, loader_bound=False, capped=False,
                        spare_dropped=False, handoff_only=False)
@@ -123,11 +130,18 @@ RULES: tuple[Rule, ...] = (
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
          "(line {loop_where}, {batches} batches)."),
-    Rule("workers_from_main_process", lambda n: n["loader_bound"] and n["current_workers"] == 0,
+    Rule("many_small_files", lambda n: n["loader_bound"] and n["reads_dominate"],
+         "Many small files: group them or stage them. The loader's workers spent {read_ms:.1f} ms per batch "
+         "opening and reading files and {decode_ms:.1f} ms decoding ({read_pct:.0f}% reads), so more workers "
+         "mostly queue more file requests. Group the files into shards (`python -m small_files shard`) or "
+         "copy them to node-local disk at the start of the job (jobs/templates/small-files-staged.sbatch)."),
+    Rule("workers_from_main_process", lambda n: n["loader_bound"] and n["current_workers"] == 0
+         and not n["reads_dominate"],
          "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
          "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
          "{raw_workers} run at once on average; with room for slow batches (twice the average) that is {needed_workers}."),
-    Rule("workers_from_starved_loop", lambda n: n["loader_bound"] and n["current_workers"] > 0,
+    Rule("workers_from_starved_loop", lambda n: n["loader_bound"] and n["current_workers"] > 0
+         and not n["reads_dominate"],
          "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
          "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
          "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average. Workers hand batches "
