@@ -241,3 +241,32 @@ def test_folder_shards_and_staged_templates_train_on_the_sandbox(slurm, folder, 
     local = result["staged"]["settings"]["data"]
     assert f"from {shard_dir} to " in staged_log and " files) " in staged_log and "staging " in staged_log
     assert local.endswith(f"dlkit-stage-{jobs['staged']}/data") and not Path(local).exists()  # cleaned up
+
+
+# ---------------------------------------------------------------- the I/O-versus-decode split and its advice
+def test_split_measures_read_and_decode_time_per_batch_and_stores_it_in_the_meta(folder, tmp_path, capsys):
+    meta = tmp_path / "run.meta.json"
+    meta.write_text(json.dumps({"argv": ["image_classify.py"]}))
+    assert small_files_main(["split", str(folder / "train"), "--workers", "1", "--image-size", "32",
+                             "--meta", str(meta)]) == 0
+    assert capsys.readouterr().out.startswith("read ")
+    split = json.loads(meta.read_text())["io_split"]
+    assert split["samples"] == 48 and split["batches"] == 1 and split["workers"] == 1
+    assert split["read_ms_per_batch"] > 0 and split["decode_ms_per_batch"] > 0 and 0 < split["read_share"] < 1
+
+
+def test_advice_says_group_or_stage_instead_of_more_workers_when_reads_dominate():
+    from profiling.advice import advise
+    from profiling.records import JobFacts, LoopSummary
+    loop = LoopSummary(file="image_classify.py", function="train", header_line=1, batches=200,
+                       wait_seconds=6.0, compute_seconds=2.0)
+    facts = JobFacts(cpus=16, gpus=1, num_workers=4)
+
+    def split(share: float) -> dict:
+        return {"io_split": {"read_share": share, "read_ms_per_batch": 100 * share, "decode_ms_per_batch": 100 * (1 - share)}}
+    reads, decoding, unknown = advise(loop, facts, split(0.8)), advise(loop, facts, split(0.2)), advise(loop, facts)
+    assert "many_small_files" in reads.fired_rules and "workers_from_starved_loop" not in reads.fired_rules
+    [why] = [r for r in reads.reasons if r.startswith("Many small files: group them or stage them.")]
+    assert "80.0 ms per batch opening and reading files and 20.0 ms decoding (80% reads)" in why
+    assert "many_small_files" not in decoding.fired_rules and "workers_from_starved_loop" in decoding.fired_rules
+    assert decoding.fired_rules == unknown.fired_rules
