@@ -22,7 +22,7 @@ from lessons.shape import json_mismatch, line_pattern, mismatch, text_mismatch  
 LESSONS = lesson_files(REPO / "lessons")
 #: The lesson plan of issue 7; the files must exist, numbered in this order.
 PLAN = ["00-setup", "01-baseline", "02-profile", "03-apply-advice", "04-go-faster",
-        "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency"]
+        "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency", "09-small-files"]
 
 
 # --- the marking machinery ---------------------------------------------------------------------
