@@ -221,6 +221,7 @@ def test_folder_shards_and_staged_templates_train_on_the_sandbox(slurm, folder, 
     site = tmp_path / "site.env"
     site.write_text(f"export SBATCH_PARTITION=debug\nDLKIT_VENV={Path(python_exe).parents[1]}\nDLKIT_DATA_DIR={tmp_path}\n")
     monkeypatch.setenv("DLKIT_SITE_ENV", str(site))
+    monkeypatch.setenv("DLKIT_ROOT", str(REPO))  # plain sbatch from another folder: say where the kit is
     tiny = ["--image-size", "32", "--batch-size", "8", "--max-steps", "2", "--device", "cpu", "--val", str(folder / "val")]
     jobs = {}
     for name, data in (("folder", folder / "train"), ("shards", shard_dir), ("staged", shard_dir)):
