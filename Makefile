@@ -28,9 +28,12 @@ install-dev: $(PY)
 demo: install
 	$(PY) -m profiling run --output-dir $(DEMO_DIR) -- mnist_classify.py --synthetic --epochs 1 --train-samples 6000 --test-samples 1000
 
-# Debian packages the tests need besides Slurm (slurm-up installs Slurm's own).
+# Debian packages the tests need besides Slurm (slurm-up installs Slurm's own). Lesson 09 serves
+# files over sshfs from a private sshd, which needs its privilege-separation folder /run/sshd
+# (Debian's service unit creates it; without systemd nothing does).
 system-deps:
-	$(SUDO) bash jobs/sandbox/apt-install.sh chromium shellcheck
+	$(SUDO) bash jobs/sandbox/apt-install.sh chromium shellcheck sshfs fuse3 openssh-server vmtouch
+	$(SUDO) install -d -m 755 /run/sshd
 
 slurm-up:
 	$(SUDO) bash jobs/sandbox/slurm-up.sh

@@ -47,6 +47,9 @@ HANDOFF_MS = 0.5
 MAIN_CPUS_GPU_PINNED = 2
 MAIN_CPUS_OTHERWISE = 1
 CONSTANTS = {"handoff_ms": HANDOFF_MS}  # module constants a message may name, besides the numbers
+# Share of the loader workers' time spent opening and reading files (`python -m small_files split`
+# stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
+READS_DOMINATE = 0.5
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,14 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts) -> AdviceNumbers:
         ceiling = max(facts.cpus, facts.cores_per_gpu)
     main_cpus = main_process_cpus(facts.gpus, facts.pin_memory)
     worker_cap = max(ceiling - main_cpus, 0)
+    read_share = facts.read_share or 0.0
     job = AdviceNumbers(
         loop_found=loop is not None, cpus=facts.cpus, gpus=facts.gpus, current_workers=workers,
         workers_known=facts.num_workers is not None, requested=facts.requested, cpu_ceiling=ceiling,
         main_cpus=main_cpus, worker_cap=worker_cap, pin_memory=facts.pin_memory,
-        persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU")
+        persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU",
+        io_known=facts.read_share is not None, read_ms=facts.read_ms or 0.0, decode_ms=facts.decode_ms or 0.0,
+        read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE)
     if loop is None:
         return job
     wait, compute = loop.wait_per_batch, loop.compute_per_batch
@@ -118,12 +124,19 @@ RULES: tuple[Rule, ...] = (
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
          "(line {loop_where}, {batches} batches)."),
-    Rule("workers_from_main_process", "advice", lambda n: n.loader_bound and n.current_workers == 0,
+    Rule("many_small_files", "advice", lambda n: n.loader_bound and n.reads_dominate,
+         "Many small files: group them or stage them. The loader's workers spent {read_ms:.1f} ms per batch "
+         "opening and reading files and {decode_ms:.1f} ms decoding ({read_pct:.0f}% reads), so more workers "
+         "mostly queue more file requests. Group the files into shards (`python -m small_files shard`) or "
+         "copy them to node-local disk at the start of the job (jobs/templates/small-files-staged.sbatch)."),
+    Rule("workers_from_main_process", "advice",
+         lambda n: n.loader_bound and n.current_workers == 0 and not n.reads_dominate,
          "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
          "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
          "{raw_workers} run at once on average; with room for slow batches (twice the average) that is "
          "{needed_workers}."),
-    Rule("workers_from_starved_loop", "advice", lambda n: n.loader_bound and n.current_workers > 0,
+    Rule("workers_from_starved_loop", "advice",
+         lambda n: n.loader_bound and n.current_workers > 0 and not n.reads_dominate,
          "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
          "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
          "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average. Workers hand "

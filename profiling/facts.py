@@ -155,7 +155,10 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     in_job = bool(environment.env.get("SLURM_JOB_ID") or (meta.get("slurm") or {}).get("SLURM_JOB_ID"))
     requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
     argv = [str(a) for a in meta.get("argv", [])]  # the profiled run's own arguments, recorded by `run`
+    split = meta.get("io_split") or {}  # the workers' read/decode split (`python -m small_files split`)
     return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
                     pin_memory=switch(argv, "--pin-memory", "--no-pin-memory"),
-                    persistent_workers=switch(argv, "--persistent-workers"))
+                    persistent_workers=switch(argv, "--persistent-workers"),
+                    read_share=split.get("read_share"), read_ms=split.get("read_ms_per_batch"),
+                    decode_ms=split.get("decode_ms_per_batch"))

@@ -59,6 +59,9 @@ class JobFacts:
     requested: bool = False         # `cpus` is what the job asked for (Slurm or --cpus), not just a machine's size
     pin_memory: bool | None = None  # the run's --pin-memory / --no-pin-memory; None when it did not say
     persistent_workers: bool | None = None  # the run's --persistent-workers; None when it did not say
+    read_share: float | None = None  # share of the workers' time spent opening and reading files (io_split)
+    read_ms: float | None = None     # ... per batch, and decoding/transforming per batch, when measured
+    decode_ms: float | None = None
 
 
 Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the run / an extra suggestion
@@ -84,6 +87,11 @@ class AdviceNumbers:
     pin_memory: bool | None
     persistent_workers: bool | None
     compute_kind: str          # "GPU" or "CPU"
+    io_known: bool = False              # the workers' file reads were measured (io_split in the run's meta)
+    read_ms: float = 0.0                # the workers' open/read time per batch
+    decode_ms: float = 0.0              # ... and their decode/transform time per batch
+    read_pct: float = 0.0               # reads, % of the workers' time
+    reads_dominate: bool = False        # read_pct >= READS_DOMINATE: the files, not the decoding, cost most
     num_workers: int | None = None      # the advice; None without a loop
     cpus_per_task: int | None = None
     loader_bound: bool = False          # data wait >= LOADER_BOUND of a step, and more than a hand-over

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 LESSONS = lesson_files(REPO / "lessons")
 #: The lesson plan of issue 7; the files must exist, numbered in this order.
 PLAN = ["00-setup", "01-baseline", "02-profile", "03-apply-advice", "04-go-faster",
-        "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency",
+        "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency", "09-small-files",
         "11-pipeline"]
 
 
@@ -243,11 +243,14 @@ TOPICS = {
     6: ("many nodes", ("nodes", "rendezvous")),
     7: ("preemption", ("preempt", "checkpoint", "requeue", "signal")),
     8: ("efficiency", ("efficien", "seff", "sacct")),
+    9: ("small files", ("small files", "small jpeg", "shard", "webdataset", "stage", "staging", "folder", "i/o",
+                        "sshfs", "grouping", "local disk")),
     11: ("pipeline", ("pipeline", "stage", "microbatch", "placement")),
 }
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
         *REPO.glob("jobs/**/*.sh"), *REPO.glob("profiling/*.py"), *REPO.glob("multi_gpu/*.py"),
-        *REPO.glob("benchmarks/*"), *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh")]
+        *REPO.glob("benchmarks/*"), *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh"),
+        *REPO.glob("small_files/*.py")]
 
 
 def test_every_lesson_named_in_code_exists_and_has_that_topic() -> None:

@@ -1,0 +1,5 @@
+import sys
+
+from small_files.cli import main
+
+sys.exit(main())

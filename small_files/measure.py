@@ -1,0 +1,49 @@
+"""How fast a DataLoader delivers samples from a folder or from shards: the benchmark's number.
+
+One pass over the first N samples, in the order training reads them (the folder through lesson
+1's seeded sampler, the shards in their written order), with the given number of workers.
+`decode=False` hands over the file bytes (what the storage costs); `decode=True` adds the
+training transform (what a training step would get).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from torch.utils.data import DataLoader, Subset
+from torchvision import datasets
+
+from mnist_classify import shuffled
+from small_files.shards import is_shard_dir, shard_dataset
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _loader(source: Path, workers: int, samples: int | None, decode: bool, seed: int,
+            image_size: int, batch_size: int) -> DataLoader:
+    from image_classify import train_transform  # the lesson's transform, so the work is the same
+    transform = train_transform(image_size) if decode else None
+    if is_shard_dir(source):
+        return DataLoader(shard_dataset(source, transform), batch_size=batch_size, num_workers=workers, collate_fn=list)
+    ds = datasets.ImageFolder(str(source), transform=transform) if decode else \
+        datasets.DatasetFolder(str(source), loader=_read_bytes, extensions=(".jpg",))
+    order = list(shuffled(ds, seed))[:samples]
+    return DataLoader(Subset(ds, order), batch_size=batch_size, num_workers=workers, collate_fn=list)
+
+
+def read_rate(source: Path, workers: int, samples: int | None = None, decode: bool = False, seed: int = 0,
+              image_size: int = 128, batch_size: int = 64) -> dict:
+    """Samples per second for one pass (worker start-up included, as a job would pay it)."""
+    start = time.perf_counter()
+    seen, size = 0, 0
+    for batch in _loader(source, workers, samples, decode, seed, image_size, batch_size):
+        for data, _ in batch:
+            seen += 1
+            size += len(data) if isinstance(data, bytes) else 0
+        if samples is not None and seen >= samples:
+            break
+    seconds = time.perf_counter() - start
+    return {"samples": seen, "seconds": seconds, "samples_per_s": seen / seconds, "mb_per_s": size / seconds / 1e6}

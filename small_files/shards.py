@@ -1,0 +1,169 @@
+"""Group an ImageFolder into WebDataset tar shards, check shards, and load them for training.
+
+Why WebDataset: its shards are plain POSIX tar files (inspect them with `tar tf`, write them with
+any tar tool), it is the format the PyTorch ecosystem reads at scale, it splits shards across
+DataLoader workers and DDP ranks by itself, and it streams each shard with one open and large
+sequential reads, which is the whole point on a network file system. A home-made container (as
+gpufs' `.mytar`) would need its own reader, checker and documentation.
+
+A shard holds samples `<class>/<index>.jpg` (the file's bytes, unchanged) and `<class>/<index>.cls`
+(the label as text). `index.json` lists the shards in order with their sample counts, so a
+loader knows the epoch's length without opening every shard.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import torch
+import webdataset as wds
+from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset
+
+INDEX = "index.json"
+
+
+class ShardError(ValueError):
+    """A shard that cannot be read (truncated, a member missing, not a tar): one line, exit 2."""
+
+
+def folder_samples(folder: Path) -> tuple[list[tuple[str, int]], list[str]]:
+    """(path, label) pairs in ImageFolder's own order, so the folder and the shards agree."""
+    classes, class_to_idx = find_classes(str(folder))
+    return make_dataset(str(folder), class_to_idx, extensions=IMG_EXTENSIONS), classes
+
+
+def sample_order(n: int, seed: int) -> list[int]:
+    """The order samples are written in: the permutation that the seeded sampler of lesson 1's
+    training script draws first, so reading the shards in order is the folder read with `shuffled(dataset, seed)`."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0) -> dict:
+    """Write OUT/shard-NNNNNN.tar of `per_shard` samples each, then OUT/index.json.
+
+    Each shard is written under a temporary name and renamed when complete, so an interrupted
+    run never leaves a half shard behind a valid name.
+    """
+    samples, classes = folder_samples(folder)
+    if not samples:
+        raise ShardError(f"{folder}: no images in ImageFolder layout (FOLDER/<class>/<file>.jpg)")
+    out.mkdir(parents=True, exist_ok=True)
+    order = sample_order(len(samples), seed)
+    shards = []
+    for number, start in enumerate(range(0, len(order), per_shard)):
+        name = f"shard-{number:06d}.tar"
+        tmp = out / f".{name}.tmp{os.getpid()}"
+        chunk = order[start:start + per_shard]
+        # A fixed whole-second mtime: reproducible shards, and plain ustar headers (a float mtime
+        # makes Python add a PAX header to every member, which doubles the parsing on read).
+        with open(tmp, "wb") as f, wds.TarWriter(f, mtime=0) as sink:
+            for i in chunk:
+                path, label = samples[i]
+                key = f"{classes[label]}/{Path(path).stem}"
+                sink.write({"__key__": key, "jpg": Path(path).read_bytes(), "cls": label})
+        os.replace(tmp, out / name)
+        shards.append({"name": name, "samples": len(chunk)})
+    index = {"format": "webdataset", "samples": len(samples), "per_shard": per_shard, "seed": seed,
+             "classes": classes, "shards": shards}
+    (out / INDEX).write_text(json.dumps(index, indent=1) + "\n")
+    return index
+
+
+def is_shard_dir(path: Path) -> bool:
+    return (path / INDEX).is_file()
+
+
+def read_index(shard_dir: Path) -> dict:
+    try:
+        index = json.loads((shard_dir / INDEX).read_text())
+        index["shards"], index["samples"], index["classes"]  # noqa: B018  (the keys a loader needs)
+    except FileNotFoundError:
+        raise ShardError(f"{shard_dir}: no {INDEX}; write shards with `python -m small_files shard`") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ShardError(f"{shard_dir / INDEX}: not a shard index ({exc})") from None
+    return index
+
+
+def check_shard(path: Path, expected: int | None = None) -> int:
+    """Read every header of one shard; return its sample count or raise ShardError naming it."""
+    members: dict[str, set[str]] = {}
+    try:
+        with open(path, "rb", buffering=1 << 20) as f, tarfile.open(fileobj=f, mode="r:") as tar:
+            for m in tar:
+                key, _, ext = m.name.rpartition(".")
+                members.setdefault(key, set()).add(ext)
+    except FileNotFoundError:
+        raise ShardError(f"shard {path}: missing") from None
+    except (tarfile.TarError, OSError) as exc:
+        raise ShardError(f"shard {path}: unreadable tar ({exc})") from None
+    for key, exts in members.items():
+        if not {"jpg", "cls"} <= exts:
+            lacking = ", ".join(sorted({"jpg", "cls"} - exts))
+            raise ShardError(f"shard {path}: sample {key} has no .{lacking} member")
+    if expected is not None and len(members) != expected:
+        raise ShardError(f"shard {path}: {len(members)} samples, the index says {expected}")
+    return len(members)
+
+
+def check_shards(shard_dir: Path) -> tuple[int, list[str]]:
+    """Check every shard the index lists; return (good samples, one problem line per bad shard)."""
+    index = read_index(shard_dir)
+    good, problems = 0, []
+    for shard in index["shards"]:
+        try:
+            good += check_shard(shard_dir / shard["name"], shard["samples"])
+        except ShardError as exc:
+            problems.append(str(exc))
+    return good, problems
+
+
+def _raise_shard_error(exn: Exception) -> bool:
+    """WebDataset's error handler: name the shard (WebDataset appends its url to the args)."""
+    if isinstance(exn, ShardError):
+        raise exn
+    url = next((a for a in exn.args[1:] if isinstance(a, str) and a.endswith(".tar")), None)
+    if url is None:  # the inner tar reader: let the shard-level reader add the url and call again
+        raise exn
+    reason = str(exn.args[0]).split(" @ ")[0] if exn.args else ""
+    raise ShardError(f"shard {url}: unreadable ({type(exn).__name__}: {reason})") from None
+
+
+def _pair(transform: Callable) -> Callable[[dict], tuple[torch.Tensor, int]]:
+    def pair(sample: dict) -> tuple[torch.Tensor, int]:
+        if "jpg" not in sample or "cls" not in sample:
+            raise ShardError(f"shard {sample.get('__url__')}: sample {sample.get('__key__')} lacks "
+                             f"a .{'jpg' if 'jpg' not in sample else 'cls'} member")
+        return transform(sample["jpg"]), int(sample["cls"])
+    return pair
+
+
+def shard_dataset(shard_dir: Path, transform: Callable | None) -> wds.WebDataset:
+    """The shards as an IterableDataset of (image, label), in the written order.
+
+    The images are decoded in the loader's workers (decode("pil")), the shards split over the
+    workers (and over DDP ranks with split_by_node). The written order was already shuffled
+    with a seed, which is the order the sampler of lesson 1's script gives the folder. With transform=None
+    the samples stay undecoded bytes (to time reading alone).
+    """
+    index = read_index(shard_dir)
+    urls = [str(shard_dir / s["name"]) for s in index["shards"]]
+    pipeline = wds.WebDataset(urls, shardshuffle=False, nodesplitter=wds.split_by_node,
+                              handler=_raise_shard_error, empty_check=False)
+    if transform is not None:
+        pipeline = pipeline.decode("pil", handler=_raise_shard_error)
+    pipeline = pipeline.map(_pair(transform or (lambda data: data)))
+    with warnings.catch_warnings():  # "with_length only sets __len__": that is all we want of it
+        warnings.simplefilter("ignore")
+        return pipeline.with_length(index["samples"])
+
+
+def raw_samples(shard_dir: Path) -> Iterator[tuple[str, bytes, int]]:
+    """(key, jpg bytes, label) in the written order, undecoded: for checks and round trips."""
+    urls = [str(shard_dir / s["name"]) for s in read_index(shard_dir)["shards"]]
+    dataset = wds.WebDataset(urls, shardshuffle=False, handler=_raise_shard_error)
+    for key, jpg, cls in dataset.to_tuple("__key__", "jpg", "cls"):
+        yield key, jpg, int(cls)
