@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("folder", type=Path, help="an ImageFolder (FOLDER/<class>/<file>.jpg)")
     s.add_argument("out", type=Path, help="where shard-NNNNNN.tar and index.json go")
     s.add_argument("--per-shard", type=_count, default=1024, help="samples per shard")
-    s.add_argument("--seed", type=int, default=1, help="the written order is the shuffle of lesson 1's training script for this seed")
+    s.add_argument("--seed", type=int, default=1,
+                   help="the written order is the shuffle of lesson 1's training script for this seed")
     c = verbs.add_parser("check", help="read every shard's headers; name each bad one and exit 2")
     c.add_argument("shards", type=Path)
     e = verbs.add_parser("evict", help="drop files from the page cache (vmtouch -e) and show what stays resident")
