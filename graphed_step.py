@@ -49,7 +49,7 @@ class GraphedStep:
         with torch.cuda.stream(self.side):
             loss = self._forward_backward_step(data, target)
         torch.cuda.current_stream().wait_stream(self.side)
-        return loss
+        return loss.detach()  # holding the autograd graph would pin its nodes to the side stream
 
     def _capture(self, data: torch.Tensor, target: torch.Tensor) -> None:
         self.data, self.target = data.clone(), target.clone()

@@ -43,7 +43,7 @@ class EpochWriter:
     def epoch(self, epoch: int, stats: dict, test_loss: float, accuracy: float) -> None:
         """stats: what mnist_classify.train() returns (loss, images, seconds, data_wait_seconds)."""
         seconds = stats["seconds"] or float("nan")
-        values = (stats["loss"], test_loss, accuracy, stats["images"] / seconds,
+        values = (stats.get("loss", float("nan")), test_loss, accuracy, stats["images"] / seconds,
                   stats["data_wait_seconds"] / seconds)
         for tag, value in zip(TAGS, values):
             self.writer.add_scalar(tag, value, epoch)

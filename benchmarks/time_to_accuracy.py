@@ -38,9 +38,10 @@ from benchmarks.mnist_epoch import markdown, run_one  # noqa: E402
 TUNED = "--optimizer adamw --lr 2e-3 --lr-scaling sqrt --schedule warmup-cosine --warmup-epochs 1"
 
 
-def settings(batch: int, tuned: str) -> list[tuple[str, list[str]]]:
-    """(label, flags): lesson 1 as shipped, then one switch more per row."""
+def settings(batch: int, tuned: str, big: int) -> list[tuple[str, list[str]]]:
+    """(label, flags): lesson 1 as shipped, then one switch more per row, then a larger batch."""
     fast = ["--gpu-resident", "--amp", "--batch-size", str(batch)]
+    best = [*tuned.split(), "--cuda-graph", "--channels-last", "--cudnn-benchmark"]
     return [
         ("lesson 1 (pytorch/examples recipe, DataLoader)", []),
         ("data on the GPU", ["--gpu-resident"]),
@@ -48,7 +49,8 @@ def settings(batch: int, tuned: str) -> list[tuple[str, list[str]]]:
         ("+ large-batch recipe", [*fast, *tuned.split()]),
         ("+ CUDA graph", [*fast, *tuned.split(), "--cuda-graph"]),
         ("+ channels_last", [*fast, *tuned.split(), "--cuda-graph", "--channels-last"]),
-        ("+ cuDNN autotune", [*fast, *tuned.split(), "--cuda-graph", "--channels-last", "--cudnn-benchmark"]),
+        ("+ cuDNN autotune", [*fast, *best]),
+        (f"all of it at batch {big}", ["--gpu-resident", "--amp", "--batch-size", str(big), *best]),
     ]
 
 
@@ -99,16 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=lambda t: [int(x) for x in t.split(",")], default=[1, 2, 3])
     p.add_argument("--target", type=float, default=98.0, help="test accuracy (%%) for time-to-accuracy")
     p.add_argument("--batch-size", type=int, default=512, help="batch of the fast path")
+    p.add_argument("--big-batch", type=int, default=1024, help="batch of the last row")
     p.add_argument("--tuned", default=TUNED, help="the large-batch recipe's flags")
     p.add_argument("--speed-samples", type=int, default=60_000, help="generated digits for the epoch-time runs")
     p.add_argument("--speed-epochs", type=int, default=2, help="epochs of each timing run (the last is warm)")
     p.add_argument("--only", type=lambda t: [int(x) for x in t.split(",")], default=None,
                    help="comma list of setting numbers to run (0 = lesson 1)")
     p.add_argument("--run-timeout-s", type=float, default=240)
+    p.add_argument("--replot", type=Path, default=None, metavar="CSV",
+                   help="only redraw the figure from a time_to_accuracy.csv (next to it, as .png)")
     args = p.parse_args(argv)
+    if args.replot is not None:
+        plot(pd.read_csv(args.replot), args.replot.with_suffix(".png"), args.target)
+        return 0
 
     began = time.perf_counter()
-    chosen = settings(args.batch_size, args.tuned)
+    chosen = settings(args.batch_size, args.tuned, args.big_batch)
     chosen = [chosen[i] for i in args.only] if args.only else chosen
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -128,10 +136,20 @@ def main(argv: list[str] | None = None) -> int:
                 row["error"] = f"timing run: {speed['error']}" + (f"; {row['error']}" if row["error"] else "")
             row["gpu"] = speed.get("gpu")
             rows.append(row)
+            write_tables(args, rows, began, argv)  # after every row: a run cut short keeps what it measured
             print(f"  {label}: warm epoch {row['warm_epoch_s']} s, accuracy {row['final_acc_mean']} "
                   f"({row['final_acc_each']}), to {args.target}%: {row['time_to_target_s']} s"
                   + (f" ERROR {row['error']}" if row["error"] else ""), flush=True)
 
+    table = write_tables(args, rows, began, argv)
+    plot(table, args.out_dir / "time_to_accuracy.png", args.target)
+    print(table.drop(columns=["flags", "acc_by_epoch_seed1", "gpu"]).to_string(index=False))
+    print(f"\nwrote {args.out_dir / 'time_to_accuracy.csv'} and {args.out_dir / 'time_to_accuracy.md'}")
+    return 1 if table["error"].notna().any() else 0
+
+
+def write_tables(args: argparse.Namespace, rows: list[dict], began: float, argv: list[str] | None) -> pd.DataFrame:
+    """The rows so far as CSV and Markdown, with speed-ups against the first row (lesson 1)."""
     table = pd.DataFrame(rows)
     base = table.iloc[0]
     table.insert(3, "speedup", (base["warm_epoch_s"] / table["warm_epoch_s"]).round(1))
@@ -146,9 +164,34 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.perf_counter() - began:.0f} s\n\n`python benchmarks/time_to_accuracy.py "
               f"{' '.join(sys.argv[1:] if argv is None else argv)}`\n\n")
     (args.out_dir / "time_to_accuracy.md").write_text(header + markdown(table.drop(columns=["gpu"])))
-    print(table.drop(columns=["flags", "acc_by_epoch_seed1", "gpu"]).to_string(index=False))
-    print(f"\nwrote {args.out_dir / 'time_to_accuracy.csv'} and {args.out_dir / 'time_to_accuracy.md'}")
-    return 1 if table["error"].notna().any() else 0
+    return table
+
+
+def plot(table: pd.DataFrame, path: Path, target: float) -> None:
+    """Left: test accuracy after each epoch (first seed); right: warm epoch time, with final accuracy."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for _, row in table.iterrows():
+        if isinstance(row["acc_by_epoch_seed1"], str) and row["acc_by_epoch_seed1"]:
+            curve = [float(a) for a in row["acc_by_epoch_seed1"].split()]
+            left.plot(range(1, len(curve) + 1), curve, marker=".", label=row["setting"])
+    left.axhline(target, color="grey", linestyle=":", linewidth=1)
+    left.set(xlabel="epoch", ylabel="test accuracy on 2,000 real digits (%)", ylim=(96, 99.5),
+             title="accuracy after each epoch (seed 1)")
+    left.legend(fontsize=7, loc="lower right")
+    labels = table["setting"].tolist()[::-1]
+    right.barh(labels, table["warm_epoch_s"].tolist()[::-1], color="tab:blue")
+    for y, (_, row) in enumerate(table.iloc[::-1].iterrows()):
+        right.text(row["warm_epoch_s"], y, f" {row['warm_epoch_s']:.3f} s, {row['final_acc_mean']:.2f} %",
+                   va="center", fontsize=8)
+    right.set_xscale("log")
+    right.set(xlabel="warm epoch of 60,000 digits (s, log scale)", title="epoch time and final accuracy")
+    right.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

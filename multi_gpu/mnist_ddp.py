@@ -31,6 +31,7 @@ from torch.optim.lr_scheduler import StepLR
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file from anywhere
 import mnist_classify as lesson1  # noqa: E402
+import tensorboard_log  # noqa: E402
 from multi_gpu import dist_env  # noqa: E402
 from multi_gpu.preemption import PreemptionGuard, requeue_slurm_job, shield_workers  # noqa: E402
 from multi_gpu.resumable import (  # noqa: E402
@@ -60,6 +61,12 @@ def check_args(parser, args, world_size: int) -> None:
     if args.gpu_resident:
         parser.error("--gpu-resident is lesson 1's single-GPU path; the DDP script needs the "
                      "DataLoader with a DistributedSampler")
+    changed = [flag for flag, value, default in (
+        ("--optimizer", args.optimizer, "adadelta"), ("--schedule", args.schedule, "step"),
+        ("--lr-scaling", args.lr_scaling, "none"), ("--cuda-graph", args.cuda_graph, False)) if value != default]
+    if changed:
+        parser.error(f"{', '.join(changed)}: lesson 4's single-GPU options; the DDP script trains with "
+                     "pytorch/examples' Adadelta and StepLR")
 
 
 def params_digest(model: torch.nn.Module) -> str:
@@ -72,11 +79,13 @@ def params_digest(model: torch.nn.Module) -> str:
 
 
 def run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
-               train_loader, test_loader, hook: CheckpointHook | None, rng_state) -> dict:
+               train_loader, test_loader, hook: CheckpointHook | None, rng_state, *,
+               board: tensorboard_log.EpochWriter | None = None) -> dict:
     """Lesson 1's epoch loop, made resumable: returns the numbers of all ranks, summed by rank 0.
 
     A resumed run starts inside an epoch: the sampler skips the batches already trained, and
     the saved RNG state is put back right after the loader's iterator is created.
+    board (rank 0's TensorBoard writer) gets one point per epoch, with every rank's images counted.
     """
     totals = {"steps": 0, "images": 0, "seconds": 0.0, "data_wait_seconds": 0.0}
     epoch_seconds, test_loss, accuracy, finished_loop = [], float("nan"), float("nan"), True
@@ -111,6 +120,11 @@ def run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler,
         if dist.is_main:
             test_loss, accuracy = lesson1.test(net, device, test_loader, amp=args.amp,
                                                channels_last=args.channels_last)
+            if board is not None:
+                board.epoch(epoch, {**stats, "images": sum(s["images"] for s in ranks),
+                                    "seconds": epoch_seconds[-1],
+                                    "data_wait_seconds": sum(s["data_wait_seconds"] for s in ranks)
+                                    / dist.world_size}, test_loss, accuracy)
         if stats["stopped"]:
             break
         scheduler.step()
@@ -146,9 +160,13 @@ def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
             device = torch.device("cuda", dist.local_rank % torch.cuda.device_count())
             torch.cuda.set_device(device)
         lesson1.print_context(lesson1.run_context(args, device))
+        board = None
+        if args.tensorboard is not None:  # every rank checks, so all stop alike; rank 0 writes
+            tensorboard_log.check_dir(args.tensorboard)
+            board = tensorboard_log.EpochWriter(args.tensorboard) if dist.is_main else None
         torch.manual_seed(args.seed)
         train_ds, test_ds = lesson1.load_datasets(args)
-    except lesson1.SetupError as exc:
+    except (lesson1.SetupError, tensorboard_log.TensorBoardDirError) as exc:
         print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
         return 2
     dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
@@ -195,7 +213,9 @@ def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
           f"{local_args.batch_size} per process", flush=True)
 
     summary = run_epochs(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
-                         train_loader, test_loader, hook, rng_state)
+                         train_loader, test_loader, hook, rng_state, board=board)
+    if board is not None:
+        board.close()
     if hook is not None and summary["finished"] and first_epoch <= args.epochs:
         hook.begin_epoch(args.epochs + 1, 0)
         hook.save(finished=True)
