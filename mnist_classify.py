@@ -2,7 +2,8 @@
 
 This is the classic pytorch/examples MNIST script (same Net, Adadelta, StepLR and defaults),
 plus the switches that the later lessons turn: DataLoader workers, speed flags, a GPU-resident
-data path, an offline synthetic digit set and a metrics file.  Run `python mnist_classify.py -h`.
+data path, a large-batch learning-rate recipe (recipes.py), CUDA graphs (graphed_step.py), an
+offline synthetic digit set, a metrics file and TensorBoard curves.  Run `python mnist_classify.py -h`.
 """
 from __future__ import annotations
 
