@@ -47,10 +47,16 @@ def settings_to_run(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     return runs
 
 
-def run_one(args: argparse.Namespace, label: str, flags: list[str], metrics: Path, timeout: float) -> dict:
-    """One training process; returns a table row (an 'error' column says what went wrong)."""
-    cmd = [sys.executable, str(SCRIPT), "--synthetic", "--data-dir", str(args.data_dir),
-           "--train-samples", str(args.train_samples), "--test-samples", str(args.test_samples),
+def run_one(args: argparse.Namespace, label: str, flags: list[str], metrics: Path, timeout: float,
+            data_flags: list[str] | None = None) -> dict:
+    """One training process; returns a table row (an 'error' column says what went wrong).
+
+    data_flags replace the generated set (--synthetic and its sizes), e.g. to train on real digits.
+    """
+    if data_flags is None:
+        data_flags = ["--synthetic", "--data-dir", str(args.data_dir), "--train-samples", str(args.train_samples),
+                      "--test-samples", str(args.test_samples)]
+    cmd = [sys.executable, str(SCRIPT), *data_flags,
            "--epochs", str(args.epochs), "--device", args.device, "--log-interval", "100000",
            "--metrics-json", str(metrics), *flags]
     row: dict = {"setting": label, "flags": " ".join(flags)}

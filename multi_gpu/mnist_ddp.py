@@ -33,6 +33,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.optim.lr_scheduler import StepLR
 
 import mnist_classify as lesson1
+import tensorboard_log
 from multi_gpu import dist_env
 from multi_gpu.resumable import (CheckpointHook, NoCheckpoints, RestoreRngOnIter, ResumeError, add_checkpoint_args,
                                  after_preemption, gather_objects, restore_rng_now, start_checkpointing, unwrap)
@@ -60,6 +61,12 @@ def check_args(parser, args, world_size: int) -> None:
     if args.gpu_resident:
         parser.error("--gpu-resident is lesson 1's single-GPU path; the DDP script needs the "
                      "DataLoader with a DistributedSampler")
+    changed = [flag for flag, value, default in (
+        ("--optimizer", args.optimizer, "adadelta"), ("--schedule", args.schedule, "step"),
+        ("--lr-scaling", args.lr_scaling, "none"), ("--cuda-graph", args.cuda_graph, False)) if value != default]
+    if changed:
+        parser.error(f"{', '.join(changed)}: lesson 04's single-GPU speed options; the DDP script trains with "
+                     "pytorch/examples' Adadelta and StepLR")
 
 
 def params_digest(model: torch.nn.Module) -> str:
@@ -86,6 +93,7 @@ class Training:
     sampler: ResumableDistributedSampler
     train_loader: Any
     test_loader: Any
+    board: tensorboard_log.EpochWriter | None = None  # rank 0's TensorBoard writer: one point per epoch
 
 
 def run_epochs(run: Training, hook: CheckpointHook | NoCheckpoints, rng_state: dict | None) -> dict:
@@ -128,6 +136,11 @@ def run_epochs(run: Training, hook: CheckpointHook | NoCheckpoints, rng_state: d
         if dist.is_main:
             test_loss, accuracy = lesson1.test(run.net, device, run.test_loader, amp=args.amp,
                                                channels_last=args.channels_last)
+            if run.board is not None:
+                run.board.epoch(epoch, {**stats, "images": sum(s["images"] for s in ranks),
+                                        "seconds": epoch_seconds[-1],
+                                        "data_wait_seconds": sum(s["data_wait_seconds"] for s in ranks)
+                                        / dist.world_size}, test_loss, accuracy)
         if stats["stopped"]:
             break
         run.scheduler.step()
@@ -166,9 +179,13 @@ def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
             device = torch.device("cuda", dist.local_rank % torch.cuda.device_count())
             torch.cuda.set_device(device)
         lesson1.print_context(lesson1.run_context(args, device))
+        board = None
+        if args.tensorboard is not None:  # every rank checks, so all stop alike; rank 0 writes
+            tensorboard_log.check_dir(args.tensorboard)
+            board = tensorboard_log.EpochWriter(args.tensorboard) if dist.is_main else None
         torch.manual_seed(args.seed)
         train_ds, test_ds = lesson1.load_datasets(args)
-    except lesson1.SetupError as exc:
+    except (lesson1.SetupError, tensorboard_log.TensorBoardDirError) as exc:
         print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
         return 2
     dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
@@ -201,7 +218,9 @@ def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
           f"{local_args.batch_size} per process", flush=True)
 
     summary = run_epochs(Training(args, local_args, dist, device, model, net, optimizer, scheduler, sampler,
-                                  train_loader, test_loader), checkpoints.hook, checkpoints.rng_state)
+                                  train_loader, test_loader, board), checkpoints.hook, checkpoints.rng_state)
+    if board is not None:
+        board.close()
     print(f"[rank {dist.rank}/{dist.world_size}] parameters sha256={params_digest(model)}",
           file=sys.stderr, flush=True)
     preemption = after_preemption(args, checkpoints.hook, dist)

@@ -235,14 +235,15 @@ def test_lesson_runs_in_order_in_a_fresh_copy(kit: Path, python_exe: str, path: 
 #: cannot leave a stale reference behind.
 TOPICS = {
     0: ("set-up", ("set-up", "setup", "environment", "install")),
-    1: ("baseline", ("mnist", "baseline", "train", "loop", "model", "main", "script", "single-gpu", "cnn", "epoch")),
+    1: ("baseline", ("mnist", "baseline", "train", "loop", "model", "main", "script", "single-gpu", "cnn", "epoch",
+                      "network", "recipe", "pytorch/examples", "accuracy")),
     2: ("profile", ("profil", "kernprof", "report", "measure", "starv")),
     3: ("advice", ("advice", "num_workers", "workers", "sweep", "cpus", "data loading", "setting at a time")),
-    4: ("faster", ("faster", "speed", "setting", "amp", "switch")),
+    4: ("faster", ("faster", "speed", "setting", "amp", "switch", "large-batch")),
     5: ("DDP on one node", ("ddp", "distributed", "one node")),
     6: ("many nodes", ("nodes", "rendezvous")),
     7: ("preemption", ("preempt", "checkpoint", "requeue", "signal")),
-    8: ("efficiency", ("efficien", "seff", "sacct")),
+    8: ("efficiency", ("efficien", "seff", "sacct", "tensorboard")),
     9: ("small files", ("small files", "small jpeg", "shard", "webdataset", "stage", "staging", "folder", "i/o",
                         "sshfs", "grouping", "local disk")),
     11: ("pipeline", ("pipeline", "stage", "microbatch", "placement")),

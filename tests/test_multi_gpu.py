@@ -165,15 +165,31 @@ def _assert_two_equal_ranks(out: subprocess.CompletedProcess, launcher: str, met
 
 
 def test_torchrun_two_processes_end_with_equal_parameters(python_exe, repo, data_dir, tmp_path):
-    metrics = tmp_path / "metrics.json"
+    metrics, board = tmp_path / "metrics.json", tmp_path / "tb"
     cmd = [python_exe, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(SCRIPT), *small_args(data_dir, epochs=1), "--metrics-json", str(metrics)]
+           str(SCRIPT), *small_args(data_dir, epochs=1), "--metrics-json", str(metrics),
+           "--tensorboard", str(board)]
     out = subprocess.run(cmd, cwd=tmp_path, env=subprocess_env(), capture_output=True,
                          text=True, timeout=240)
     result = _assert_two_equal_ranks(out, "torchrun", metrics)
     assert result["local_batch_size"] == 8
     assert result["train_images"] == 256 and result["steps"] == 16
     assert result["settings"]["backend"] == "gloo"
+    # --tensorboard: rank 0 alone writes, one point per epoch, counting both ranks' images
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    assert len(list(board.glob("events.out.tfevents.*"))) == 1
+    events = EventAccumulator(str(board))
+    events.Reload()
+    assert [(p.step, p.value) for p in events.Scalars("accuracy/test")] == [
+        (1, pytest.approx(result["test_accuracy"]))]
+    assert events.Scalars("speed/images_per_s")[0].value == pytest.approx(result["images_per_sec"], rel=1e-3)
+
+
+def test_ddp_refuses_lesson_4_recipe_flags(python_exe, repo, data_dir, tmp_path):
+    out = subprocess.run([python_exe, str(SCRIPT), *small_args(data_dir), "--optimizer", "adamw"],
+                         cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--optimizer: lesson 4's single-GPU options" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 @pytest.mark.slurm
