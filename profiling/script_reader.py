@@ -360,6 +360,25 @@ def _is_local_dict(index: _Index, scope: str, name: str) -> bool:
     return any(index.lookup(table, scope, name) for table in (index.assigned, index.keys, index.merged))
 
 
+def declared_default(script: Path, flag: str) -> object | None:
+    """The literal `default=` of `add_argument(flag, ...)` in the script's source, if any.
+
+    Read with the AST, never by importing: importing a training script would start training
+    (or at least import torch) in the caller's process.
+    """
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    index = _Index()
+    index.visit(tree)
+    for call in index.flags.values():
+        if any(isinstance(a, ast.Constant) and a.value == flag for a in call.args):
+            default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)
+            return default.value if isinstance(default, ast.Constant) else None
+    return None
+
+
 def read_workers(source: str, name: str, argv: list[str] | None = None, cpus: int | None = None) -> Workers | None:
     """The DataLoader workers of a script given as text (SyntaxError/ValueError propagate).
 
