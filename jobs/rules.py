@@ -202,17 +202,19 @@ def one_gpu_per_node(job: JobScript, res: Resources) -> Numbers | None:
 
 def memory_far_above_need(job: JobScript, res: Resources) -> Numbers | None:
     need = res.measured
-    if need is None or not res.mem_mb_per_node or not res.started:
+    if need is None or not res.mem_mb_per_node:
         return None
     counts = [(s.per_node if need.per == "process" else s.tasks_per_node) for s in res.started]
-    if any(c is None for c in counts):
+    if need.per == "task" and not counts:  # sacct measured the job's own steps, whatever they run
+        counts = [res.tasks_per_node]
+    if not counts or any(c is None for c in counts):
         return None
     units = max(c for c in counts if c is not None)
     per_node = need.mb * units
     if res.mem_mb_per_node <= FAR_ABOVE * per_node:
         return None
     return {"asked": f"{res.mem_mb_per_node / 1024:.0f} GB", "need": f"{per_node / 1024:.1f} GB",
-            "units": units, "per": need.per, "source": need.source}
+            "units": units, "per": "process(es)" if need.per == "process" else "task(s)", "source": need.source}
 
 
 def array_tasks_share_a_log(job: JobScript, res: Resources) -> Numbers | None:
@@ -255,7 +257,7 @@ RULES: tuple[Rule, ...] = (
          "{option} has neither %a nor %j, so every task of the array writes the same log; "
          "use e.g. %x-%A_%a.out"),
     Rule("mem-far-above-need", "warning", memory_far_above_need,
-         "--mem asks for {asked} per node, far above the {need} measured for {units} {per}(es) on a node "
+         "--mem asks for {asked} per node, far above the {need} measured for {units} {per} on a node "
          "({source}); a smaller request starts sooner"),
     Rule("workers-from-node-cores", "warning", workers_from_node_cores,
          "num_workers follows {how} ({where}), which counts every core of the node, not the job's {cpus} "

@@ -5,8 +5,10 @@ the findings listed in expected.toml: each expected one, and no other.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import tomllib
+import uuid
 from pathlib import Path
 
 import pytest
@@ -54,3 +56,27 @@ def test_unreadable_scripts_are_a_note_and_never_run(tmp_path, python_exe, repo)
     notes = out.stderr.strip().splitlines()
     assert len(notes) == 3 and all("note[script-not-read]" in line for line in notes), notes
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.slurm
+def test_memory_need_from_sacct_of_an_earlier_run(slurm, tmp_path, python_exe, repo):
+    """A real job's MaxRSS in sacct is the measured need; without --sacct the rule stays silent."""
+    name = f"memneed-{uuid.uuid4().hex[:10]}"
+    job_id = slurm.submit(f"--job-name={name}", "--mem=500M", "--time=2", "-o", str(tmp_path / "out"),
+                          "--wrap", "python3 -c 'import time; x = bytearray(60_000_000); time.sleep(3)'",
+                          cwd=tmp_path)
+    slurm.wait(job_id)
+    records = slurm.sacct(job_id)
+    assert any(r.get("MaxRSS") for r in records.values()), records
+    job = tmp_path / "again.sbatch"
+    job.write_text(f"#!/bin/bash\n#SBATCH --job-name={name}\n#SBATCH --mem=64G\npython3 -c pass\n")
+
+    def check(*flags):
+        return subprocess.run([python_exe, "-m", "jobs", "check", *flags, str(job)], cwd=tmp_path,
+                              env={"PYTHONPATH": str(repo), "PATH": os.environ["PATH"]},
+                              capture_output=True, text=True, timeout=60)
+
+    assert "mem-far-above-need" not in check().stderr
+    out = check("--sacct")
+    assert out.returncode == 0 and f"sacct MaxRSS of job {job_id}." in out.stderr, out.stderr
+    assert "measured for 1 task(s) on a node" in out.stderr
