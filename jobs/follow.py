@@ -43,7 +43,12 @@ def _int(value: str | None) -> int | None:
 
 
 def _shape(job: JobScript, res: Resources, launch: Launch) -> tuple[int, int | None, int | None]:
-    """(tasks per node, processes per task, CPUs per task) of one launch."""
+    """(tasks per node, processes per task, CPUs per task) of one launch.
+
+    A job that states no CPUs but asks for GPUs or a whole node gets what the site decides
+    (DefCpuPerGPU, --exclusive): its CPUs are unknown here, not 1.
+    """
+    site_decides = not res.cpus_stated and (bool(res.gpus_per_node) or job.has("exclusive"))
     if launch.srun:
         options = dict(launch.srun_options)
         nodes = _int(options.get("nodes")) or res.nodes
@@ -53,6 +58,8 @@ def _shape(job: JobScript, res: Resources, launch: Launch) -> tuple[int, int | N
     else:  # the batch step holds every CPU the job has on its first node
         tasks = 1
         cpus = None if res.cpus_per_task is None else res.cpus_per_task * res.tasks_per_node
+    if site_decides and not (launch.srun and "cpus-per-task" in dict(launch.srun_options)):
+        cpus = None
     procs: int | None = 1
     if launch.launcher == "torchrun":
         nproc = launch.nproc_per_node

@@ -37,7 +37,7 @@ ERRORS = [
     ("workers-need-cores", "--cpus-per-task=4", "python mnist_classify.py --num-workers 5",
      "cpus-for-workers", "--cpus-per-task=4 (line 2) gives 4 CPU(s) to 5 loader worker(s) "
      "(num_workers=5: --num-workers 5 on the job's command line)"),
-    ("workers-no-cpus-option", "--gres=gpu:1", "python mnist_classify.py --num-workers=2",
+    ("workers-no-cpus-option", "--mem=4G", "python mnist_classify.py --num-workers=2",
      "cpus-for-workers", "no --cpus-per-task (Slurm gives 1 CPU) gives 1 CPU(s)"),
     ("short-option-c", "-c 2", "python mnist_classify.py --num-workers 3",
      "cpus-for-workers", "ask for --cpus-per-task=4 (3 workers + 1 for the main process)"),
@@ -108,6 +108,8 @@ def test_every_rule_has_a_case():
 
 
 GOOD = [
+    "--gres=gpu:1",              # no CPUs stated on a GPU job: the site's DefCpuPerGPU decides, not known here
+    "--exclusive;--nodes=1",
     "--cpus-per-task=5;--gres=gpu:1;--mem=16G;--time=01:00:00",
     "--nodes=2;--ntasks-per-node=4;--gres=gpu:4;--cpus-per-task=8;--time=1-00:00",
     "--mem=0;--time=unlimited;-c 4",
