@@ -161,6 +161,7 @@ class _Evaluator:
     def __init__(self, index: _Index, name: str, argv: list[str], cpus: int | None) -> None:
         self.index, self.name, self.argv, self.cpus = index, name, argv, cpus
         self.scope = ""  # the function whose names are looked up (set per DataLoader call)
+        self.active: set[str] = set()  # names and dicts being resolved now: a cycle is unknown, not a hang
 
     def at(self, node: ast.AST) -> str:
         return f"{self.name}:{getattr(node, 'lineno', '?')}"
@@ -200,8 +201,14 @@ class _Evaluator:
         values = self.index.lookup(self.index.assigned, self.scope, node.id)
         if not values:
             return self.unknown(node, f"`{node.id}` (not assigned in this file)")
-        found = [replace(w, cuda_only=w.cuda_only or cuda) for value, cuda in values
-                 for w in [self.expr(value, depth + 1)]]
+        if node.id in self.active:  # `n = n + 1`: a value that depends on itself is not known
+            return self.unknown(node, f"`{node.id}`, which depends on itself")
+        self.active.add(node.id)
+        try:
+            found = [replace(w, cuda_only=w.cuda_only or cuda) for value, cuda in values
+                     for w in [self.expr(value, depth + 1)]]
+        finally:
+            self.active.discard(node.id)
         return _one_of(found, self.unknown(node, f"`{node.id}`, assigned several ways"))
 
     def _flag(self, node: ast.Attribute) -> Workers:
@@ -280,8 +287,15 @@ class _Evaluator:
 
     def dict_workers(self, name: str, node: ast.AST, depth: int = 0) -> Workers | None:
         """num_workers held by the dict called `name`, from every way it is built or updated."""
-        if depth > _MAX_DEPTH:
+        if depth > _MAX_DEPTH or f"dict {name}" in self.active:
             return None
+        self.active.add(f"dict {name}")
+        try:
+            return self._dict_sources(name, node, depth)
+        finally:
+            self.active.discard(f"dict {name}")
+
+    def _dict_sources(self, name: str, node: ast.AST, depth: int) -> Workers | None:
         found: list[Workers] = []
         for value, cuda in self.index.lookup(self.index.keys, self.scope, name):
             found.append(replace(self.expr(value, depth + 1), cuda_only=cuda))

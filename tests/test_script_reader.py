@@ -64,3 +64,11 @@ def test_unreadable_files_give_a_problem(tmp_path):
                            ("latin.py", "not UTF-8"), ("gone.py", "No such file")):
         read = read_script(tmp_path / name)
         assert read.workers is None and fragment in (read.problem or ""), read
+
+
+def test_self_referring_names_and_dicts_are_unknown_and_fast():
+    """`n = n + 1` thirty times and two dicts updated from each other: no hang, no guess."""
+    body = "n = 4\n" + "".join(f"n = n + {i}\n" for i in range(30)) + "a = {}\nb = {}\na.update(b)\nb.update(a)\n"
+    found = read_workers(HEAD + body + "DataLoader(x, num_workers=n)\n", "p.py")
+    assert found is not None and found.value is None
+    assert read_workers(HEAD + body + "DataLoader(x, **a)\n", "p.py").value == 0
