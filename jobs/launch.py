@@ -33,7 +33,8 @@ _TORCHRUN_FLAGS = frozenset({"--standalone", "--no-python", "--no_python", "--ru
 _KERNPROF_WITH_VALUE = frozenset({"-o", "--outfile", "-s", "--setup", "-p", "--prof-mod", "-i",
                                   "--output-interval", "-c", "--config"})
 _PYTHON_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
-_SKIP_WORDS = frozenset({"exec", "time", "nohup", "command", "stdbuf", "env", "builtin"})
+_SKIP_WORDS = frozenset({"exec", "time", "nohup", "command", "stdbuf", "env", "builtin", "do", "then", "else"})
+_REDIRECT = re.compile(r"^\d*(>>?|<)(&\d)?")
 _ARGS_OF_SCRIPT = frozenset({"$@", "${@}", "$*", "${*}"})
 
 
@@ -51,11 +52,22 @@ class Launch:
     nproc_per_node: str | None = None  # torchrun's --nproc-per-node as written ("4", "gpu", "$N")
 
 
-def _words(command: str) -> list[str]:
+def _segments(command: str) -> list[list[str]]:
+    """The simple commands of one line: split at `;`, `&&`, `||`, `|` and `&`."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
     try:
-        return shlex.split(command, comments=True)
+        words = list(lexer)
     except ValueError:
-        return command.split()
+        words = command.split()
+    segments: list[list[str]] = [[]]
+    for word in words:
+        if word and set(word) <= set(";&|"):
+            segments.append([])
+        else:
+            segments[-1].append(word)
+    return [seg for seg in segments if seg]
 
 
 def _srun_options(words: list[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
@@ -173,13 +185,21 @@ def find_launches(commands: tuple[str, ...], script_args: tuple[str, ...] = ()) 
     """Every command that starts Python, in order; `"$@"` becomes the arguments given to sbatch."""
     launches = []
     for command in commands:
-        words, srun, srun_options = _unwrap(_words(command))
-        found = _program(words)
-        if found is None:
-            continue
-        launcher, script, module, args, nproc = found
-        expanded: list[str] = []
-        for arg in args:
-            expanded.extend(script_args if arg in _ARGS_OF_SCRIPT else [arg])
-        launches.append(Launch(command, script, module, tuple(expanded), launcher, srun, tuple(srun_options), nproc))
+        for segment in _segments(command):
+            words, srun, srun_options = _unwrap(segment)
+            found = _program(words)
+            if found is None:
+                continue
+            launcher, script, module, args, nproc = found
+            expanded: list[str] = []
+            skip = False
+            for arg in args:
+                if skip:
+                    skip = False
+                elif _REDIRECT.match(arg):  # `> log`, `2>&1`, `<in`: the shell's, not the program's
+                    skip = _REDIRECT.fullmatch(arg) is not None and not arg.endswith("&1")
+                else:
+                    expanded.extend(script_args if arg in _ARGS_OF_SCRIPT else [arg])
+            launches.append(Launch(command, script, module, tuple(expanded), launcher, srun, tuple(srun_options),
+                                   nproc))
     return tuple(launches)
