@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from profiling.argv import flag_value
+from profiling.script_index import ScriptIndex, mentions_cuda
 
 # Environment variables that hold the CPUs of one Slurm task.
 CPU_VARIABLES = frozenset({"SLURM_CPUS_PER_TASK"})
@@ -56,109 +57,10 @@ class ScriptRead:
     problem: str | None = None  # set when the script could not be read at all
 
 
-def _mentions_cuda(node: ast.AST) -> bool:
-    return "cuda" in ast.unparse(node).lower()
-
-
-class _Index(ast.NodeVisitor):
-    """One pass over the module: assignments, dict updates, argparse flags and DataLoader calls."""
-
-    def __init__(self) -> None:
-        # Names are kept per function ("" is the module), so `workers` in one function is not
-        # confused with `workers` in another: (scope, name) -> [(value, under cuda)].
-        self.assigned: dict[tuple[str, str], list[tuple[ast.expr, bool]]] = {}
-        self.keys: dict[tuple[str, str], list[tuple[ast.expr, bool]]] = {}   # a dict's num_workers values
-        self.merged: dict[tuple[str, str], list[tuple[str, bool]]] = {}      # dicts merged into a dict
-        self.flags: dict[str, ast.Call] = {}                                  # argparse dest -> add_argument
-        self.parsed: set[str] = set()                                         # names holding parse_args()
-        self.loaders: list[tuple[str, ast.Call]] = []
-        self._cuda = 0
-        self._scope = ""
-
-    def lookup(self, table: dict, scope: str, name: str) -> list:
-        """A name's entries in its function, else in the enclosing ones, else at module level."""
-        while True:
-            if (scope, name) in table:
-                return table[(scope, name)]
-            if not scope:
-                return []
-            scope = scope.rsplit(".", 1)[0]
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        outer, self._scope = self._scope, f"{self._scope}.{node.name}"
-        self.generic_visit(node)
-        self._scope = outer
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_If(self, node: ast.If) -> None:
-        cuda = _mentions_cuda(node.test)
-        self._cuda += cuda
-        for child in node.body:
-            self.visit(child)
-        self._cuda -= cuda
-        for child in node.orelse:  # the else branch is the no-CUDA case: not CUDA-only
-            self.visit(child)
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        parses = isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith(
-            ("parse_args", "parse_known_args"))
-        for target in node.targets:
-            if parses:
-                first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
-                if isinstance(first, ast.Name):
-                    self.parsed.add(first.id)
-            if isinstance(target, ast.Name):
-                self.assigned.setdefault((self._scope, target.id), []).append((node.value, self._cuda > 0))
-            elif (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
-                  and isinstance(target.slice, ast.Constant) and target.slice.value == "num_workers"):
-                self.keys.setdefault((self._scope, target.value.id), []).append((node.value, self._cuda > 0))
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if isinstance(node.target, ast.Name) and node.value is not None:
-            self.assigned.setdefault((self._scope, node.target.id), []).append((node.value, self._cuda > 0))
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name.endswith("DataLoader"):
-            self.loaders.append((self._scope, node))
-        elif name == "add_argument":
-            self._flag(node)
-        elif name == "update" and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            target = func.value.id
-            for arg in node.args:
-                self._merge(target, arg)
-            for kw in node.keywords:
-                if kw.arg == "num_workers":
-                    self.keys.setdefault((self._scope, target), []).append((kw.value, self._cuda > 0))
-        self.generic_visit(node)
-
-    def _merge(self, target: str, value: ast.expr) -> None:
-        if isinstance(value, ast.Name):
-            self.merged.setdefault((self._scope, target), []).append((value.id, self._cuda > 0))
-        elif isinstance(value, ast.Dict):
-            for key, item in zip(value.keys, value.values):
-                if isinstance(key, ast.Constant) and key.value == "num_workers":
-                    self.keys.setdefault((self._scope, target), []).append((item, self._cuda > 0))
-
-    def _flag(self, node: ast.Call) -> None:
-        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = next((kw.value.value for kw in node.keywords if kw.arg == "dest"
-                     and isinstance(kw.value, ast.Constant)), None)
-        if dest is None:
-            longs = [n for n in names if n.startswith("--")]
-            dest = (longs[0] if longs else names[0] if names else "").lstrip("-").replace("-", "_")
-        if dest:
-            self.flags[dest] = node
-
-
 class _Evaluator:
     """Turn one expression into Workers, following names, dicts and argparse flags."""
 
-    def __init__(self, index: _Index, name: str, argv: list[str], cpus: int | None) -> None:
+    def __init__(self, index: ScriptIndex, name: str, argv: list[str], cpus: int | None) -> None:
         self.index, self.name, self.argv, self.cpus = index, name, argv, cpus
         self.scope = ""  # the function whose names are looked up (set per DataLoader call)
         self.active: set[str] = set()  # names and dicts being resolved now: a cycle is unknown, not a hang
@@ -193,7 +95,7 @@ class _Evaluator:
         body, other = self.expr(node.body, depth + 1), self.expr(node.orelse, depth + 1)
         if body.value == other.value and body.value is not None:
             return body
-        if _mentions_cuda(node.test):
+        if mentions_cuda(node.test):
             return replace(body, cuda_only=True)
         return self.unknown(node, f"`{ast.unparse(node)}`")
 
@@ -342,7 +244,7 @@ def _one_of(found: list[Workers], ambiguous: Workers) -> Workers:
     return cuda[0] if cuda else plain[0]
 
 
-def loader_workers(index: _Index, evaluator: _Evaluator) -> Workers | None:
+def loader_workers(index: ScriptIndex, evaluator: _Evaluator) -> Workers | None:
     """The workers of the script's DataLoaders: the largest known, or unknown, or None without one."""
     results: list[Workers] = []
     for scope, call in index.loaders:
@@ -370,7 +272,7 @@ def loader_workers(index: _Index, evaluator: _Evaluator) -> Workers | None:
     return next((w for w in results if w.node_cores), results[0])
 
 
-def _is_local_dict(index: _Index, scope: str, name: str) -> bool:
+def _is_local_dict(index: ScriptIndex, scope: str, name: str) -> bool:
     return any(index.lookup(table, scope, name) for table in (index.assigned, index.keys, index.merged))
 
 
@@ -384,7 +286,7 @@ def declared_default(script: Path, flag: str) -> object | None:
         tree = ast.parse(script.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
-    index = _Index()
+    index = ScriptIndex()
     index.visit(tree)
     for call in index.flags.values():
         if any(isinstance(a, ast.Constant) and a.value == flag for a in call.args):
@@ -400,7 +302,7 @@ def read_workers(source: str, name: str, argv: list[str] | None = None, cpus: in
     (None when the job does not say). None means the script builds no DataLoader itself.
     """
     tree = ast.parse(source, filename=name)
-    index = _Index()
+    index = ScriptIndex()
     index.visit(tree)
     return loader_workers(index, _Evaluator(index, name, list(argv or []), cpus))
 
