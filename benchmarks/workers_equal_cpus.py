@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     available = len(os.sched_getaffinity(0))
     counts = [c for c in (int(x) for x in args.cpus.split(",")) if c <= available]
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    partial = args.out_dir / "workers_equal_cpus.rows.jsonl"  # kept row by row: a cut-off run keeps what it measured
+    partial.write_text("")
     with tempfile.TemporaryDirectory() as data_dir:
         setup = mnist_classify.parse_args(["--synthetic", "--data-dir", data_dir, "--train-samples",
                                            str(args.samples), "--test-samples", "100"])
@@ -120,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                         rows.append({"cpus": cpus, "loader": loader_name, "workers": workers, "repeat": repeat,
                                      "images_per_sec": round(rate, 1)})
                         print(json.dumps(rows[-1]), flush=True)
+                        with partial.open("a") as fh:
+                            fh.write(json.dumps(rows[-1]) + "\n")
     table = ["| CPUs | loader | workers = CPUs (img/s, 2 runs) | workers = CPUs - 1 (img/s, 2 runs) | "
              "ratio of medians | spread of repeats |", "|---:|---|---|---|---:|---:|"]
     for cpus in counts:
@@ -134,7 +139,6 @@ def main(argv: list[str] | None = None) -> int:
                          f"{statistics.median(same) / statistics.median(less):.3f} | {100 * spread:.1f} % |")
     text = "\n".join(table)
     print(text)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
     meta = {"host": platform.node(), "cpus_available": available, "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else None,
             "settings": vars(args) | {"out_dir": str(args.out_dir)}, "rows": rows}
