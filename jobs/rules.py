@@ -86,8 +86,11 @@ def _cpu_numbers(job: JobScript, res: Resources, s: Started, workers: int, procs
     main = main_process_cpus(1 if res.gpus_per_node else 0, None)
     total = workers * procs
     where = s.workers.where if s.workers else ""
-    stated = res.cpus_option if not s.launch.srun or dict(s.launch.srun_options).get("cpus-per-task") is None \
-        else f"srun -c {cpus}"
+    stated = res.cpus_option
+    if s.launch.srun and dict(s.launch.srun_options).get("cpus-per-task") is not None:
+        stated = f"srun -c {cpus}"
+    elif not s.launch.srun and res.tasks_per_node > 1:  # the batch step holds every task's CPUs
+        stated = f"{res.cpus_option} x {res.tasks_per_node} tasks, run without srun,"
     return {"stated": stated, "cpus": cpus, "workers": workers, "total": total,
             "many": f"{procs} processes x {workers} = " if procs > 1 else "",
             "source": _source(s.workers) if s.workers else where,
