@@ -10,7 +10,9 @@ does not settle it. Where a number cannot be known it stays None, and the rules 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobs.launch import Launch, find_launches
@@ -19,6 +21,7 @@ from jobs.script import JobScript
 from profiling.script_reader import Workers, read_script
 
 _WORKER_FLAGS = ("--num-workers", "--num_workers")
+KIT_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,14 @@ def _candidates(launch: Launch, roots: list[Path]) -> list[Path]:
     return [root / p for root in roots for p in (parts.with_suffix(".py"), parts / "__main__.py")]
 
 
+def _expand(path: str, submit_dir: Path) -> str:
+    """$SLURM_SUBMIT_DIR is the submit folder, $DLKIT_ROOT the kit (as `dljobs sbatch` exports it);
+    other variables come from this environment, which sbatch passes to the job by default."""
+    known = {**os.environ, "SLURM_SUBMIT_DIR": str(submit_dir),
+             "DLKIT_ROOT": os.environ.get("DLKIT_ROOT", str(KIT_ROOT))}
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: known.get(m.group(1), m.group(0)), path)
+
+
 def _command_line_workers(launch: Launch) -> Workers | None:
     """`--num-workers N` on the job's command line: the kit's convention, also where the script's
     own text cannot settle the number (it passes the flag through a helper, or imports its loader)."""
@@ -99,8 +110,10 @@ def _workers(launch: Launch, roots: list[Path], cpus_per_process: int | None
     """The launch's workers, a note when its script could not be read, and the file read."""
     given = _command_line_workers(launch)
     name = launch.script or f"-m {launch.module}"
-    if "$" in name:
-        return given, f"{name} depends on a shell variable, so its DataLoader was not read", None
+    if "$" in name:  # a path through a variable: only the ones known before the job starts
+        launch = replace(launch, script=_expand(name, roots[0]))
+        if "$" in str(launch.script):
+            return given, None, None  # not knowable here, and not the script's fault: say nothing
     found = next((p for p in _candidates(launch, roots) if p.is_file()), None)
     if found is None and launch.module is not None:
         return given, None, None  # an installed module (line_profiler, a pip package): not ours to read
