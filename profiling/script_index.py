@@ -11,7 +11,10 @@ import ast
 
 
 def mentions_cuda(node: ast.AST) -> bool:
-    return "cuda" in ast.unparse(node).lower()
+    """A test about the GPU: `use_cuda`, `torch.cuda.is_available()`, `use_accel` (today's
+    pytorch/examples), `args.gpu`."""
+    text = ast.unparse(node).lower()
+    return any(word in text for word in ("cuda", "accel", "gpu"))
 
 
 class ScriptIndex(ast.NodeVisitor):

@@ -22,6 +22,8 @@ CASES = [
     ("spread-in-dict", "base = {'num_workers': 2}\nkw = {**base, 'shuffle': True}\nDataLoader(ds, **kw)",
      [], 8, 2, "literal", False),
     ("if-exp-cuda", "use_cuda = True\nDataLoader(ds, num_workers=4 if use_cuda else 0)", [], 8, 4, "literal", True),
+    ("accelerator-only", "use_accel = torch.accelerator.is_available()\nkw = {'batch_size': 64}\nif use_accel:\n"
+     "    kw.update({'num_workers': 1, 'pin_memory': True})\nDataLoader(ds, **kw)", [], 1, 1, "literal", True),
     ("env-default-unset", "DataLoader(ds, num_workers=int(os.environ.get('SLURM_CPUS_PER_TASK', 2)))",
      [], None, 2, "does not set it", False),
     ("env-set", "DataLoader(ds, num_workers=int(os.getenv('SLURM_CPUS_PER_TASK', '1')) - 1)", [], 6, 5,
