@@ -1,6 +1,6 @@
 """`python -m jobs` / `dljobs`: check job scripts, submit them with the site settings, gather sweeps.
 
-    dljobs check FILE...                      refuse unsafe or inconsistent sbatch scripts
+    dljobs check [--sacct] FILE...            refuse unsafe or inconsistent sbatch scripts
     dljobs sbatch [sbatch options] SCRIPT [args]   check, then sbatch with jobs/site.env applied
     dljobs gather DIR [--workers 0,1,2]       one table and plot from a sweep array's results
     dljobs rules                              the checker's rules, one line each
@@ -37,8 +37,10 @@ def _report(findings: list[Finding]) -> bool:
     return any(f.level == "error" for f in findings)
 
 
-def check_command(files: list[str]) -> int:
-    """Exit 2 when any file has an error or cannot be read; warnings alone exit 0."""
+def check_command(files: list[str], sacct: bool = False) -> int:
+    """Exit 2 when any file has an error or cannot be read; warnings and notes alone exit 0.
+
+    The Python scripts a job starts are looked up from the current folder (where sbatch runs)."""
     failed = False
     for name in files:
         try:
@@ -47,9 +49,9 @@ def check_command(files: list[str]) -> int:
             print(f"{name}: error[unreadable]: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
             failed = True
             continue
-        findings = check(job)
+        findings = check(job, root=Path.cwd(), sacct=sacct)
         failed |= _report(findings)
-        if not findings:
+        if not any(f.level in ("error", "warning") for f in findings):
             print(f"{name}: ok")
     return BAD_INPUT if failed else 0
 
@@ -63,7 +65,7 @@ def sbatch_command(argv: list[str]) -> int:
         job = with_command_line(read_script(script), options, script_args)
     except (OSError, UnicodeDecodeError) as err:
         return _fail(f"cannot read {script}: {getattr(err, 'strerror', None) or err}")
-    if _report(check(job)):
+    if _report(check(job, root=Path.cwd())):
         print(f"dljobs: not submitted: fix the error(s) above in {script}", file=sys.stderr)
         return BAD_INPUT
     try:
@@ -115,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True)
     check_p = verbs.add_parser("check", help="check sbatch scripts before submitting them")
     check_p.add_argument("files", nargs="+", metavar="FILE")
+    check_p.add_argument("--sacct", action="store_true",
+                         help="also ask sacct for an earlier run of the same job name (MaxRSS), for the memory rule")
     sbatch_p = verbs.add_parser("sbatch", help="check, then submit with the site settings", add_help=False)
     sbatch_p.add_argument("argv", nargs=argparse.REMAINDER)
     gather_p = verbs.add_parser("gather", help="table and plot from a sweep array's results")
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         return submit_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.verb == "check":
-        return check_command(args.files)
+        return check_command(args.files, args.sacct)
     if args.verb == "gather":
         return gather_command(args)
     return rules_command()

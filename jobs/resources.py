@@ -1,8 +1,12 @@
 """What a parsed job asks for and what it runs, as plain numbers the rules can compare.
 
 Stage two of the checker: JobScript (text) -> Resources (numbers and flags). Values that a
-script only knows at run time (`--num-workers "$w"`, `--nproc_per_node=$SLURM_GPUS_ON_NODE`)
-become None, and the rules skip them rather than guess.
+script only knows at run time (`--nproc_per_node=$SLURM_GPUS_ON_NODE`) become None, and the rules
+skip them rather than guess. The Python the job starts (and its loader's workers) is `jobs/follow.py`'s.
+
+GPU requests in today's forms all count: `--gres=gpu:N`, `--gres=gpu:TYPE:N`, `--gres=shard:N` (a
+share of one GPU), `--gpus=N` / `-G`, `--gpus-per-node`, `--gpus-per-task=TYPE:N`; `--cpus-per-gpu`
+gives the CPUs when `--cpus-per-task` is absent, and `--mem-per-gpu` the memory.
 """
 from __future__ import annotations
 
@@ -11,8 +15,13 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from jobs.script import JobScript
+
+if TYPE_CHECKING:
+    from jobs.follow import Started
+    from jobs.measured import Need
 
 # Slurm's accepted --time forms (see `man sbatch`), plus the unlimited keywords.
 TIME_FORMS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -26,7 +35,6 @@ TIME_FORMS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
 ))
 MEMORY = re.compile(r"^(\d+)([KMGT]?)B?$", re.IGNORECASE)  # sbatch also takes "4GB"
 _MB_PER_UNIT = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024.0}
-_WORKERS = re.compile(r"^--num[-_]workers(?:=(.*))?$")
 _NPROC = re.compile(r"^--nproc[-_]per[-_]node(?:=(.*))?$")
 
 
@@ -41,14 +49,16 @@ class Resources:
     tasks_per_node: int                # what each node really runs (ntasks-per-node, else ntasks/nodes)
     cpus_per_task: int | None          # None when the value is not a number
     cpus_stated: bool
+    cpus_option: str                   # how the CPUs were asked for, for messages
     gpus_per_node: int | None
     gpu_option: str | None             # the option that asked for GPUs, for messages
-    num_workers: int | str | None      # an int, "auto", or None when unknown / not given
     uses_srun: bool
     uses_torchrun: bool
     nproc_per_node: int | None
     is_ddp: bool
     mem_mb_per_node: float | None      # --mem, or --mem-per-cpu x cpus, or --mem-per-gpu x gpus
+    started: tuple["Started", ...] = ()  # the Python launches (jobs/follow.py), filled in by the checker
+    measured: "Need | None" = None       # a measured memory need (jobs/measured.py), when one exists
 
 
 def _int(value: str | None) -> int | None:
@@ -64,9 +74,12 @@ def _count_after_colon(item: str) -> int:
 def _gpus_per_node(job: JobScript, nodes: int, tasks_per_node: int) -> tuple[int | None, str | None]:
     gres = job.get("gres")
     if gres:
-        gpu_items = [g for g in gres.split(",") if g.split(":")[0] == "gpu"]
+        items = [g.split("(")[0] for g in gres.split(",")]
+        gpu_items = [g for g in items if g.split(":")[0] == "gpu"]
         if gpu_items:
             return sum(_count_after_colon(g) for g in gpu_items), f"--gres={gres}"
+        if any(g.split(":")[0] == "shard" for g in items):  # shards are slices of one GPU
+            return 1, f"--gres={gres}"
     for name in ("gpus-per-node", "gpus", "gpus-per-task"):
         value = job.get(name)
         if not value:
@@ -122,12 +135,9 @@ def _flag_value(words: list[str], pattern: re.Pattern[str]) -> list[str]:
     return values
 
 
-def _workers(values: list[str]) -> int | str | None:
-    if not values:
-        return None
-    if all(v.isdigit() for v in values):
-        return max(int(v) for v in values)
-    return "auto" if all(v == "auto" for v in values) else None
+def _where(job: JobScript, name: str) -> str:
+    opt = job.options.get(name)
+    return f" ({opt.where})" if opt else ""
 
 
 def describe(job: JobScript) -> Resources:
@@ -139,6 +149,13 @@ def describe(job: JobScript) -> Resources:
     cpus_value = job.get("cpus-per-task")
     cpus = _int(cpus_value) if cpus_value is not None else 1
     gpus, gpu_option = _gpus_per_node(job, nodes, tasks_per_node)
+    cpus_option = f"--cpus-per-task={cpus_value}{_where(job, 'cpus-per-task')}" if cpus_value is not None \
+        else "no --cpus-per-task (Slurm gives 1 CPU)"
+    per_gpu = job.get("cpus-per-gpu")
+    if cpus_value is None and per_gpu is not None:  # each task gets its GPUs' CPUs
+        gpus_per_task = max((gpus or 1) // max(tasks_per_node, 1), 1)
+        cpus = _int(per_gpu) * gpus_per_task if _int(per_gpu) is not None else None
+        cpus_option = f"--cpus-per-gpu={per_gpu}{_where(job, 'cpus-per-gpu')}"
 
     lines = [_words(c) for c in job.commands]
     # Arguments given after the script on the sbatch line reach it as "$@".
@@ -159,10 +176,10 @@ def describe(job: JobScript) -> Resources:
         ntasks_per_node=ntasks_per_node,
         tasks_per_node=tasks_per_node,
         cpus_per_task=cpus,
-        cpus_stated=cpus_value is not None,
+        cpus_stated=cpus_value is not None or per_gpu is not None,
+        cpus_option=cpus_option,
         gpus_per_node=gpus,
         gpu_option=gpu_option,
-        num_workers=_workers(_flag_value(all_words, _WORKERS)),
         uses_srun="srun" in names,
         uses_torchrun=uses_torchrun,
         nproc_per_node=nproc[0] if nproc and all(n == nproc[0] for n in nproc) else None,

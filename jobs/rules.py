@@ -2,30 +2,39 @@
 
 Stage three of the checker: (JobScript, Resources) -> findings. Each condition is a pure
 function that returns the numbers for its message, or None when the job is fine. Errors stop a
-submission (exit 2); warnings are printed and the job goes ahead. A script can waive a rule it
-breaks on purpose with a comment `# dljobs: allow RULE-ID` (lesson 2 does, to profile the
-starved baseline).
+submission (exit 2); warnings and notes are printed and the job goes ahead. A script can waive a
+rule it breaks on purpose with a comment `# dljobs: allow RULE-ID` (lesson 2 does, to profile the
+starved baseline). CPUs for N workers come from the kit's one CPU rule,
+`profiling.advice.main_process_cpus`: workers plus what the main process keeps busy.
 """
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Literal
 
+from jobs.follow import Started, follow, launches_only
+from jobs.measured import Need, profile_need, sacct_need
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript
+from profiling.advice import main_process_cpus
+from profiling.script_reader import Workers
 
-Level = Literal["error", "warning"]
+Level = Literal["error", "warning", "note"]
 Numbers = dict[str, object]
 Condition = Callable[[JobScript, Resources], "Numbers | None"]
 
 # Characters that make a name or path unsafe or surprising: `$` and `~` are never expanded in
 # #SBATCH lines (they are not shell), the rest break the shell commands people build from names.
 METACHARS = set(" \t;&|<>()`$\\'\"*?[]{}!~#")
-# "--mem far above the need": the need is estimated per process plus per loader worker, and a
-# request above FAR_ABOVE times that is flagged. Sized for the kit's MNIST lessons; see docs/jobs.md.
-MB_PER_PROCESS = 4096
-MB_PER_WORKER = 1024
+# "--mem far above the need": only a measured need counts (jobs/measured.py), and a request
+# above FAR_ABOVE times it is flagged. No rule of thumb: a model's memory is the model's.
 FAR_ABOVE = 4
+# workers = CPUs (the main process gets no core of its own). Its level follows the H100
+# measurement in benchmarks/workers_equal_cpus.py; until that ran, a note (see docs/jobs.md).
+WORKERS_FILL_CPUS_LEVEL: Level = "note"
 
 
 @dataclass(frozen=True)
@@ -52,13 +61,71 @@ def _where(job: JobScript, name: str) -> str:
     return f" ({opt.where})" if opt else ""
 
 
+def _source(w: Workers) -> str:
+    """Where a worker count came from, for messages: `train.py:41`, the job's command line, ..."""
+    text = f"{w.how} on the job's command line" if w.where == "the job's command line" else (
+        w.where if w.how == "literal" else f"{w.where}, {w.how}")
+    return text + (", set only under CUDA" if w.cuda_only else "")
+
+
+def _loads(job: JobScript, res: Resources) -> list[tuple[Started, int, int, int]]:
+    """(launch, workers per process, processes per task, CPUs per task) for every launch whose
+    three numbers are known; a CUDA-only setting counts only when the job has a GPU."""
+    out = []
+    for s in res.started:
+        w = s.workers
+        if w is None or w.value is None or s.procs_per_task is None or s.cpus_per_task is None:
+            continue
+        if w.cuda_only and not res.gpus_per_node:
+            continue
+        out.append((s, w.value, s.procs_per_task, s.cpus_per_task))
+    return out
+
+
+def _cpu_numbers(job: JobScript, res: Resources, s: Started, workers: int, procs: int, cpus: int) -> Numbers:
+    main = main_process_cpus(1 if res.gpus_per_node else 0, None)
+    total = workers * procs
+    where = s.workers.where if s.workers else ""
+    stated = res.cpus_option
+    if s.launch.srun and dict(s.launch.srun_options).get("cpus-per-task") is not None:
+        stated = f"srun -c {cpus}"
+    elif not s.launch.srun and res.tasks_per_node > 1:  # the batch step holds every task's CPUs
+        stated = f"{res.cpus_option} x {res.tasks_per_node} tasks, run without srun,"
+    return {"stated": stated, "cpus": cpus, "workers": workers, "total": total,
+            "many": f"{procs} processes x {workers} = " if procs > 1 else "",
+            "source": _source(s.workers) if s.workers else where,
+            "need": procs * (workers + main), "main": main,
+            "each": f" for each of the {procs} processes" if procs > 1 else ""}
+
+
 def too_few_cpus(job: JobScript, res: Resources) -> Numbers | None:
-    workers = res.num_workers
-    if not isinstance(workers, int) or res.cpus_per_task is None or res.cpus_per_task >= workers + 1:
+    for s, workers, procs, cpus in _loads(job, res):
+        if workers * procs > cpus:
+            return _cpu_numbers(job, res, s, workers, procs, cpus)
+    return None
+
+
+def workers_fill_cpus(job: JobScript, res: Resources) -> Numbers | None:
+    for s, workers, procs, cpus in _loads(job, res):
+        if workers >= 1 and workers * procs <= cpus < workers * procs + procs:
+            return _cpu_numbers(job, res, s, workers, procs, cpus)
+    return None
+
+
+def workers_from_node_cores(job: JobScript, res: Resources) -> Numbers | None:
+    if job.has("exclusive"):
         return None
-    stated = (f"--cpus-per-task={res.cpus_per_task}{_where(job, 'cpus-per-task')}" if res.cpus_stated
-              else "no --cpus-per-task (Slurm gives 1 CPU)")
-    return {"stated": stated, "workers": workers, "need": workers + 1}
+    for s in res.started:
+        if s.workers is not None and s.workers.node_cores and s.cpus_per_task is not None:
+            return {"where": s.workers.where, "how": s.workers.how, "cpus": s.cpus_per_task}
+    return None
+
+
+def script_not_read(job: JobScript, res: Resources) -> Numbers | None:
+    for s in res.started:
+        if s.unread:
+            return {"problem": s.unread}
+    return None
 
 
 def srun_tasks_not_gpus(job: JobScript, res: Resources) -> Numbers | None:
@@ -137,14 +204,20 @@ def one_gpu_per_node(job: JobScript, res: Resources) -> Numbers | None:
 
 
 def memory_far_above_need(job: JobScript, res: Resources) -> Numbers | None:
-    if res.mem_mb_per_node is None or res.mem_mb_per_node == 0:
+    need = res.measured
+    if need is None or not res.mem_mb_per_node:
         return None
-    workers = res.num_workers if isinstance(res.num_workers, int) else max((res.cpus_per_task or 1) - 1, 0)
-    need = res.tasks_per_node * (MB_PER_PROCESS + workers * MB_PER_WORKER)
-    if res.mem_mb_per_node <= FAR_ABOVE * need:
+    counts = [(s.per_node if need.per == "process" else s.tasks_per_node) for s in res.started]
+    if need.per == "task" and not counts:  # sacct measured the job's own steps, whatever they run
+        counts = [res.tasks_per_node]
+    if not counts or any(c is None for c in counts):
         return None
-    return {"asked": f"{res.mem_mb_per_node / 1024:.0f} GB", "need": f"{need / 1024:.0f} GB",
-            "tasks": res.tasks_per_node, "workers": workers}
+    units = max(c for c in counts if c is not None)
+    per_node = need.mb * units
+    if res.mem_mb_per_node <= FAR_ABOVE * per_node:
+        return None
+    return {"asked": f"{res.mem_mb_per_node / 1024:.0f} GB", "need": f"{per_node / 1024:.1f} GB",
+            "units": units, "per": "process(es)" if need.per == "process" else "task(s)", "source": need.source}
 
 
 def array_tasks_share_a_log(job: JobScript, res: Resources) -> Numbers | None:
@@ -159,8 +232,9 @@ def array_tasks_share_a_log(job: JobScript, res: Resources) -> Numbers | None:
 
 RULES: tuple[Rule, ...] = (
     Rule("cpus-for-workers", "error", too_few_cpus,
-         "{stated} is smaller than --num-workers {workers} + 1 (each loader worker and the main "
-         "process need a core): ask for --cpus-per-task={need}"),
+         "{stated} gives {cpus} CPU(s) to {many}{total} loader worker(s) (num_workers={workers}: {source}), so "
+         "the workers outnumber the CPUs: ask for --cpus-per-task={need} ({workers} workers + {main} for the "
+         "main process{each})"),
     Rule("ddp-tasks-per-node", "error", srun_tasks_not_gpus,
          "DDP through srun starts one process per task, but this job runs {tasks} task(s) per node on "
          "{gpus} GPUs per node ({gpu_option}): set --ntasks-per-node={gpus}"),
@@ -186,15 +260,35 @@ RULES: tuple[Rule, ...] = (
          "{option} has neither %a nor %j, so every task of the array writes the same log; "
          "use e.g. %x-%A_%a.out"),
     Rule("mem-far-above-need", "warning", memory_far_above_need,
-         "--mem asks for {asked} per node, far above the about {need} that {tasks} process(es) with "
-         "{workers} loader worker(s) each need; a smaller request starts sooner (check with seff)"),
+         "--mem asks for {asked} per node, far above the {need} measured for {units} {per} on a node "
+         "({source}); a smaller request starts sooner"),
+    Rule("workers-from-node-cores", "warning", workers_from_node_cores,
+         "num_workers follows {how} ({where}), which counts every core of the node, not the job's {cpus} "
+         "CPU(s): use len(os.sched_getaffinity(0)) minus the main process's CPUs"),
+    Rule("workers-fill-cpus", WORKERS_FILL_CPUS_LEVEL, workers_fill_cpus,
+         "{stated} gives {cpus} CPU(s) to {many}{total} loader worker(s) (num_workers={workers}: {source}), "
+         "leaving the main process no core of its own; the kit's rule is --cpus-per-task={need} "
+         "({workers} worker(s) + {main} for the main process{each})"),
+    Rule("script-not-read", "note", script_not_read, "{problem}; nothing is said about its workers"),
 )
 RULE_IDS: frozenset[str] = frozenset(rule.id for rule in RULES)
 
 
-def check(job: JobScript, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
-    """Every finding for one job, errors first, waived rules left out."""
+def check(job: JobScript, root: Path | None = None, sacct: bool = False,
+          rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """Every finding for one job, errors first, waived rules left out.
+
+    root: the folder the job is submitted from; when given, the Python scripts the job starts are
+    read from there (else only the job's own text is used). sacct: also ask sacct for an earlier
+    run's memory (bounded by a timeout).
+    """
     resources = describe(job)
+    if root is None:
+        resources = dataclasses.replace(resources, started=launches_only(job, resources))
+    else:
+        started = follow(job, resources, root)
+        resources = dataclasses.replace(resources, started=started,
+                                        measured=_measured(job, started, root, sacct))
     findings = []
     for rule in rules:
         if rule.id in job.waived:
@@ -202,4 +296,17 @@ def check(job: JobScript, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
         numbers = rule.condition(job, resources)
         if numbers is not None:
             findings.append(Finding(job.path, rule.id, rule.level, rule.message.format(**numbers)))
-    return sorted(findings, key=lambda f: f.level != "error")
+    order = {"error": 0, "warning": 1, "note": 2}
+    return sorted(findings, key=lambda f: order[f.level])
+
+
+def _measured(job: JobScript, started: tuple[Started, ...], root: Path, sacct: bool) -> Need | None:
+    """The job's measured memory need: a kit profile of its script first, then (if asked) sacct."""
+    folders = [root / "runs"] + ([Path(os.environ["DLKIT_RUNS_DIR"])] if os.environ.get("DLKIT_RUNS_DIR") else [])
+    for s in started:
+        if s.path is not None:
+            need = profile_need(s.path, folders, root)
+            if need is not None:
+                return need
+    name = job.get("job-name")
+    return sacct_need(name) if sacct and name else None

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: the job checker imports this module and must start fast
+    import pandas as pd
 
 # Phase labels, in the order a training step runs them. `data_wait` is the time spent on the
 # `for ... in loader` header: the main process waiting for the next batch.

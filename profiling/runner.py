@@ -9,7 +9,6 @@ and records what the report needs later (workers, CPUs, GPUs, host) in `<stem>.m
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import socket
@@ -22,6 +21,7 @@ from profiling.argv import flag_value
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
+from profiling.script_reader import declared_default
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
@@ -59,26 +59,6 @@ def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
     if job:
         return job
     return Path(script).stem or "profile"
-
-
-def declared_default(script: Path, flag: str) -> object | None:
-    """The literal `default=` of `add_argument(flag, ...)` in the script's source, if any.
-
-    Read with the AST, never by importing: importing a training script would start training
-    (or at least import torch) in the wrapper's process.
-    """
-    try:
-        tree = ast.parse(script.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"
-                and any(isinstance(a, ast.Constant) and a.value == flag for a in node.args)):
-            for kw in node.keywords:
-                if kw.arg == "default" and isinstance(kw.value, ast.Constant):
-                    return kw.value.value
-    return None
 
 
 def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | None, str]:
