@@ -11,7 +11,7 @@ for a fixed time with two loaders:
 * `lesson1`: mnist_classify.py's own DataLoader (torchvision MNIST, ToTensor + Normalize,
   pinned memory, persistent workers, batch 64), on its generated digits;
 * `heavy`: the same samples with a CPU-heavy augmentation (a random affine warp and a blur at
-  4x resolution, several times lesson 1's cost per sample).
+  4x resolution, several times the cost per sample of lesson 1's MNIST loader).
 
 with num_workers = C and C - 1, twice each in alternating order (the spread of the two repeats is
 the noise). Images per second are counted after a warm-up. One process runs every setting, so
@@ -40,7 +40,7 @@ import mnist_classify
 
 
 class HeavyAugment(Dataset):
-    """Lesson 1's samples plus a CPU-heavy random warp and blur (as in strong augmentation)."""
+    """Lesson 1's MNIST samples plus a CPU-heavy random warp and blur (as in strong augmentation)."""
 
     def __init__(self, base: Dataset) -> None:
         self.base = base
