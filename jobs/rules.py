@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript
 
@@ -53,12 +54,18 @@ def _where(job: JobScript, name: str) -> str:
 
 
 def too_few_cpus(job: JobScript, res: Resources) -> Numbers | None:
+    """The kit's one CPU rule (profiling.cpu_rule): workers + 2 with a GPU (pinned memory), else + 1."""
     workers = res.num_workers
-    if not isinstance(workers, int) or res.cpus_per_task is None or res.cpus_per_task >= workers + 1:
+    gpus = 1 if res.gpus_per_node else 0
+    if not isinstance(workers, int) or res.cpus_per_task is None:
+        return None
+    need = cpus_for_workers(workers, gpus)
+    if res.cpus_per_task >= need:
         return None
     stated = (f"--cpus-per-task={res.cpus_per_task}{_where(job, 'cpus-per-task')}" if res.cpus_stated
               else "no --cpus-per-task (Slurm gives 1 CPU)")
-    return {"stated": stated, "workers": workers, "need": workers + 1}
+    return {"stated": stated, "workers": workers, "need": need, "main": main_process_cpus(gpus),
+            "why": "the training loop and its pin-memory thread on a GPU" if gpus else "the main process"}
 
 
 def srun_tasks_not_gpus(job: JobScript, res: Resources) -> Numbers | None:
@@ -159,8 +166,8 @@ def array_tasks_share_a_log(job: JobScript, res: Resources) -> Numbers | None:
 
 RULES: tuple[Rule, ...] = (
     Rule("cpus-for-workers", "error", too_few_cpus,
-         "{stated} is smaller than --num-workers {workers} + 1 (each loader worker and the main "
-         "process need a core): ask for --cpus-per-task={need}"),
+         "{stated} is smaller than --num-workers {workers} + {main} (a core for each loader worker and "
+         "{main} for {why}): ask for --cpus-per-task={need}"),
     Rule("ddp-tasks-per-node", "error", srun_tasks_not_gpus,
          "DDP through srun starts one process per task, but this job runs {tasks} task(s) per node on "
          "{gpus} GPUs per node ({gpu_option}): set --ntasks-per-node={gpus}"),

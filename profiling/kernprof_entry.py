@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     from profiling.capture import install
 
     install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
+    if os.environ.get("DLPROF_CURVE"):  # and times the busiest one alone at exit (profiling.loader_curve)
+        from profiling.loader_curve import install as measure_curve_at_exit
+
+        measure_curve_at_exit()
     import kernprof  # imported late: only the child process needs line_profiler
 
     return kernprof.main(sys.argv[1:] if argv is None else argv) or 0

@@ -127,7 +127,7 @@ def _now() -> str:
 
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
-                 num_workers: int | None = None) -> tuple[int, dict, "Sampler | None"]:
+                 num_workers: int | None = None, curve_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
@@ -140,7 +140,9 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     if num_workers is not None:
         workers, workers_source = num_workers, "dlprof run --num-workers"
     loaders = out_dir / f"{stem}.loaders.json"
-    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders):  # never report a previous run's results
+    curve = out_dir / f"{stem}.curve.json"  # the loader timed alone at exit (profiling.loader_curve)
+    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve, curve.with_suffix(".png")):
+        # never report a previous run's results
         stale.unlink(missing_ok=True)
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
@@ -155,6 +157,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     started = datetime.now(timezone.utc)
     sampler = None
     child_env = kernprof_environment(loaders=loaders)
+    if curve_seconds > 0:
+        child_env.update({"DLPROF_CURVE": str(curve), "DLPROF_CURVE_SECONDS": str(curve_seconds)})
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     with subprocess.Popen(meta["command"], env=child_env) as child:
         try:
@@ -192,7 +196,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
-                                       getattr(args, "sample_interval", 1.0), args.num_workers)
+                                       getattr(args, "sample_interval", 1.0), args.num_workers,
+                                       getattr(args, "curve_seconds", 2.0))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code != 0:
         print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
@@ -200,8 +205,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
         return code if code != 0 else 1
     written = [lprof, out_dir / f"{stem}.meta.json"]
-    if (out_dir / f"{stem}.loaders.json").is_file():
-        written.append(out_dir / f"{stem}.loaders.json")
+    written += [p for p in (out_dir / f"{stem}.loaders.json", out_dir / f"{stem}.curve.json",
+                            out_dir / f"{stem}.curve.png") if p.is_file()]
     if sampler is not None:  # beside the .lprof, where build_report (and a later `report`) finds it
         written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
     try:

@@ -74,7 +74,7 @@ WARNINGS = [
      "srun python multi_gpu/mnist_ddp.py", "one-gpu-per-node", "4 nodes with one GPU each"),
     ("array-one-log", "--array=0-9;--output=sweep-%A.out", "python x.py", "array-shared-log",
      "--output=sweep-%A.out (line 3) has neither %a nor %j"),
-    ("mem-far-above", "--cpus-per-task=2;--mem=500G;--gres=gpu:1",
+    ("mem-far-above", "--cpus-per-task=3;--mem=500G;--gres=gpu:1",
      "python mnist_classify.py --num-workers 1", "mem-far-above-need", "--mem asks for 500 GB per node"),
 ]
 
