@@ -31,7 +31,7 @@ class CurveChoice:
     chosen_rate: float | None  # the curve at `workers` (interpolated between measured points)
     best_rate: float           # highest batches/s measured within the worker cap
     best_workers: int          # fewest measured workers within FLAT of best_rate
-    max_workers: int           # largest k measured
+    max_workers: int           # largest k the advice could take: the cap, or the largest measured
     capped: bool               # the curve still rose at the cap (or kept up only above it)
     never_keeps_up: bool       # the curve flattened below the target
 
@@ -49,27 +49,29 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 
 def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
                    margin: float = CURVE_MARGIN) -> CurveChoice:
-    """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s."""
+    """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s.
+
+    When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
+    still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
+    and the advice is the fewest workers within FLAT of the best the cap allows."""
     target = margin / compute_s if compute_s > 0 else math.inf
-    within = sorted((p for p in curve.points if p.workers <= worker_cap), key=lambda p: p.workers)
-    max_measured = max((p.workers for p in curve.points), default=0)
-    if not within:
-        return CurveChoice(0, target, None, 0.0, 0, max_measured, capped=True, never_keeps_up=False)
-    best = max(p.batches_per_s for p in within)
-    best_k = min(p.workers for p in within if p.batches_per_s >= (1 - FLAT) * best)
+    positive = sorted((p for p in curve.points if p.workers >= 1), key=lambda p: p.workers)
+    top = min(worker_cap, positive[-1].workers) if positive else 0
+    ks = range(positive[0].workers, top + 1) if positive and positive[0].workers <= top else range(0)
+    rates = {k: rate_at(positive, k) for k in ks}
     zero = curve.rate(0)
+    best = max([*rates.values(), zero or 0.0])
+    best_k = min([k for k, r in rates.items() if r >= (1 - FLAT) * best] or [0])
     if zero is not None and compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1:
-        return CurveChoice(0, target, zero, best, best_k, max_measured, False, False)
-    positive = [p for p in within if p.workers >= 1]
-    for k in range(1, (positive[-1].workers + 1) if positive else 1):
-        if k >= positive[0].workers and rate_at(positive, k) >= target:
-            return CurveChoice(k, target, rate_at(positive, k), best, best_k, max_measured, False, False)
-    above = [p for p in curve.points if p.workers > worker_cap and p.batches_per_s >= target]
+        return CurveChoice(0, target, zero, best, best_k, top, False, False)
+    for k, rate in rates.items():
+        if rate >= target:
+            return CurveChoice(k, target, rate, best, best_k, top, False, False)
+    above = any(p.workers > top and p.batches_per_s >= target for p in positive)
     rising = len(positive) >= 2 and positive[-1].batches_per_s > (1 + FLAT) * positive[-2].batches_per_s
-    if above or (rising and positive[-1].workers < worker_cap + 1):
-        last = positive[-1] if positive else within[-1]
-        return CurveChoice(last.workers, target, last.batches_per_s, best, best_k, max_measured, True, False)
-    return CurveChoice(best_k, target, curve.rate(best_k), best, best_k, max_measured, False, True)
+    if above or (rising and positive[-1].workers <= worker_cap) or not rates:
+        return CurveChoice(top, target, rates.get(top), best, best_k, top, True, False)
+    return CurveChoice(best_k, target, rates.get(best_k, zero), best, best_k, top, False, True)
 
 
 def curve_to_dict(curve: LoaderCurve) -> dict:
