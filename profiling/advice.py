@@ -87,8 +87,9 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
     measured: dict = {}
-    if curve is not None and compute > 0:
-        choice = choose_workers(curve, compute, worker_cap)
+    choice = choose_workers(curve, compute, worker_cap) if curve is not None and compute > 0 else None
+    short = curve is not None and compute > 0 and choice is None
+    if choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
         measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
@@ -113,7 +114,9 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
         "wait_pct": 100 * loop.wait_fraction, "raw_workers": raw, "needed_workers": needed,
         "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
-        "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never})
+        "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
+        "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
+        "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers")})
 
 
 RULES: tuple[Rule, ...] = (
@@ -143,6 +146,11 @@ RULES: tuple[Rule, ...] = (
          "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the "
          "average need) and {estimate_high}. Measure the loader for a firm number (a few seconds per "
          "setting, no GPU needed): {curve_command}"),
+    Rule("curve_too_short", "advice", lambda n: n.curve_short,
+         "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does "
+         "not reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that "
+         "{cpu_ceiling} CPU(s) hold are needed; the advice falls back to the estimate. Measure the curve in a "
+         "job with the CPUs you mean to ask for."),
     Rule("workers_from_curve", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms ({compute_rate:.0f} batches/s). "

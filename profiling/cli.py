@@ -1,4 +1,5 @@
-"""The command line: `python -m profiling {run,report,compare,sweep}` (also installed as `dlprof`).
+"""The command line: `python -m profiling {run,report,loader,compare,sweep}` (also installed as `dlkit-prof`;
+not `dlprof`, the command of NVIDIA's DLProf that NGC PyTorch containers ship).
 
 Only argument parsing and error handling live here. Each verb is one function elsewhere that takes
 the parsed `argparse.Namespace` and returns an exit code; the verbs other than `report` are
@@ -24,7 +25,7 @@ DEFAULT_WORKERS = "0,1,2,4,8"
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (`dlprof report: error: ...`) and exit 2."""
+    """argparse, but a usage error is one line (`dlkit-prof report: error: ...`) and exit 2."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
@@ -65,7 +66,7 @@ def _add_job_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
-        prog="dlprof",
+        prog="dlkit-prof",
         description="Profile a training script with kernprof and turn the .lprof into a report that "
                     "says where each batch's time goes and which num_workers / --cpus-per-task to use.",
     )
@@ -142,7 +143,7 @@ def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[st
         command = command[1:]
     if not command:
         parser.exit(EXIT_BAD_INPUT,
-                    f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
+                    f"dlkit-prof {verb}: error: no script given (usage: dlkit-prof {verb} ... -- SCRIPT [ARGS...])\n")
     return command
 
 
@@ -184,14 +185,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from profiling.sweep import sweep_command
             return sweep_command(args)
     except ProfileError as err:
-        print(f"dlprof {args.verb}: error: {err}", file=sys.stderr)
+        print(f"dlkit-prof {args.verb}: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as err:  # cannot read/write a path the user named: their input, not our bug
-        print(f"dlprof {args.verb}: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
+        print(f"dlkit-prof {args.verb}: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
               file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"dlprof {args.verb}: interrupted", file=sys.stderr)
+        print(f"dlkit-prof {args.verb}: interrupted", file=sys.stderr)
         return 130
     parser.error(f"unknown verb {args.verb!r}")
 

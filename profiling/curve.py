@@ -48,12 +48,13 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 
 
 def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
-                   margin: float = CURVE_MARGIN) -> CurveChoice:
+                   margin: float = CURVE_MARGIN) -> CurveChoice | None:
     """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s.
 
     When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
     still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
-    and the advice is the fewest workers within FLAT of the best the cap allows."""
+    and the advice is the fewest workers within FLAT of the best the cap allows. None when the curve
+    stops short of the cap (measured on fewer CPUs) while still rising: then only an estimate remains."""
     target = margin / compute_s if compute_s > 0 else math.inf
     positive = sorted((p for p in curve.points if p.workers >= 1), key=lambda p: p.workers)
     top = min(worker_cap, positive[-1].workers) if positive else 0
@@ -69,6 +70,8 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
             return CurveChoice(k, target, rate, best, best_k, top, False, False)
     above = any(p.workers > top and p.batches_per_s >= target for p in positive)
     rising = len(positive) >= 2 and positive[-1].batches_per_s > (1 + FLAT) * positive[-2].batches_per_s
+    if not above and positive and positive[-1].workers < worker_cap and (rising or len(positive) < 2):
+        return None  # measured on fewer CPUs than the next run may have, and still short: it cannot say
     if above or (rising and positive[-1].workers <= worker_cap) or not rates:
         return CurveChoice(top, target, rates.get(top), best, best_k, top, True, False)
     return CurveChoice(best_k, target, rates.get(best_k, zero), best, best_k, top, False, True)

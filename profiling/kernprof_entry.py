@@ -1,4 +1,4 @@
-"""The process `dlprof run` profiles in: kernprof, minus tracing in forked DataLoader workers.
+"""The process `dlkit-prof run` profiles in: kernprof, minus tracing in forked DataLoader workers.
 
 Why: a DataLoader worker is a fork of the profiled process, so it inherits the line tracer
 (legacy trace on Python <= 3.11, a process-wide `sys.monitoring` LINE event on 3.12+). The

@@ -108,6 +108,8 @@ class AdviceNumbers:
     curve_best_workers: int | None = None    # ... and the fewest workers within 5 % of it
     curve_max_workers: int | None = None     # the largest k the curve measured
     never_keeps_up: bool = False        # the curve flattened below the target: no k keeps up
+    curve_short: bool = False           # a curve measured on fewer CPUs, still short of the target: estimate
+    curve_cpus: int | None = None       # the CPUs the curve was measured on
     curve_command: str | None = None    # the command that measures the curve (named by an estimate)
 
 

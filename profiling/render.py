@@ -50,7 +50,8 @@ def _loop_lines(report: Report) -> list[str]:
             f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
 
 
-BASIS = {"measured": "(measured: loader curve)", "estimate": "(ESTIMATE: no loader curve)", "kept": "", "none": ""}
+BASIS = {"measured": "(measured: loader curve)", "estimate": "(ESTIMATE: see below)",
+         "kept": "(kept: the loader keeps up)", "none": ""}
 
 
 def _advice_head(report: Report) -> list[str]:

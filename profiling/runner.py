@@ -1,4 +1,4 @@
-"""`dlprof run`: profile a script with kernprof, keep its exit code, then write the report.
+"""`dlkit-prof run`: profile a script with kernprof, keep its exit code, then write the report.
 
 Why a wrapper and not plain `kernprof -l`: kernprof writes `script.py.lprof` into whatever
 directory you happen to be in, crashes at the very end when an `-o` directory is missing (after
@@ -138,7 +138,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     gpus = gpus_from_env(machine.env)[0]
     workers, workers_source = script_num_workers(Path(script), script_args, cpus)
     if num_workers is not None:
-        workers, workers_source = num_workers, "dlprof run --num-workers"
+        workers, workers_source = num_workers, "dlkit-prof run --num-workers"
     loaders = out_dir / f"{stem}.loaders.json"
     curve = out_dir / f"{stem}.curve.json"  # the loader timed alone at exit (profiling.loader_curve)
     for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve, curve.with_suffix(".png")):
@@ -165,7 +165,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
             if sample:
                 sampler = Sampler(child.pid, interval=interval)
                 if sampler.message:
-                    print(f"dlprof run: {sampler.message}", file=sys.stderr)
+                    print(f"dlkit-prof run: {sampler.message}", file=sys.stderr)
                 with sampler:
                     code = _wait(child)
             else:
@@ -200,9 +200,9 @@ def run_command(args: argparse.Namespace) -> int:
                                        getattr(args, "curve_seconds", 2.0))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code != 0:
-        print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
+        print(f"dlkit-prof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():
-        print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
+        print(f"dlkit-prof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
         return code if code != 0 else 1
     written = [lprof, out_dir / f"{stem}.meta.json"]
     written += [p for p in (out_dir / f"{stem}.loaders.json", out_dir / f"{stem}.curve.json",
@@ -213,7 +213,7 @@ def run_command(args: argparse.Namespace) -> int:
         report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
     except ProfileError as err:
-        print(f"dlprof run: error: {err}", file=sys.stderr)
+        print(f"dlkit-prof run: error: {err}", file=sys.stderr)
         return code if code != 0 else 2
     formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
     written += write_report(report, out_dir, stem, formats)

@@ -1,4 +1,4 @@
-"""`dlprof sweep`: measure throughput for each num_workers and set the knee beside the advice.
+"""`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
 Why a sweep: the report's advice comes from a model (data wait vs compute per batch). A sweep is
 the experiment that checks it. Each setting runs the script with `--num-workers W
@@ -192,7 +192,7 @@ def current_workers(command: list[str]) -> int:
 
 
 def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
-    """Run `dlprof run` on the command as given (the current setting), here or as a job."""
+    """Run `dlkit-prof run` on the command as given (the current setting), here or as a job."""
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]

@@ -117,6 +117,13 @@ def test_hand_made_curve_and_profile_give_the_expected_advice(name, rates, compu
         assert workers == 1 or (one_fewer.workers == workers - 1 and one_fewer.capped)
 
 
+def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():
+    one_cpu = _curve({0: 30, 1: 40}, cpus=1)  # a 1-CPU job's curve, read for a node with 8 cores per GPU
+    advice = advise(_loop(9.0, 2.0), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=8), curve=one_cpu)
+    assert advice.numbers.basis == "estimate" and {"curve_too_short", "estimate"} <= set(advice.fired_rules)
+    assert advice.num_workers == 6 and "never_keeps_up" not in advice.fired_rules  # ceil(1.5 x 5.5) = 9, capped
+
+
 def test_a_curve_can_ask_for_fewer_workers_than_a_compute_bound_run_used():
     """A run at 12 workers that never waited: the curve says 3 suffice, and frees 9 CPUs."""
     advice = advise(_loop(0.05, 5.0), JobFacts(cpus=16, gpus=1, num_workers=12), curve=_curve(LINEAR))
