@@ -20,6 +20,7 @@ from pathlib import Path
 
 from profiling import capture
 from profiling.argv import flag_value
+from profiling.cpu_rule import workers_for_cpus
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
@@ -82,7 +83,7 @@ def declared_default(script: Path, flag: str) -> object | None:
     return None
 
 
-def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | None, str]:
+def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) -> tuple[int | None, str]:
     """The DataLoader workers the run will use, and where that number came from."""
     value = flag_value(args, "--num-workers")
     source = "the --num-workers argument"
@@ -91,8 +92,8 @@ def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | 
         source = "the script's default for --num-workers"
     if value is None:
         return None, "unknown (no --num-workers argument)"
-    if str(value) == "auto":  # the lesson script's meaning: every allowed CPU but the main one
-        return max(cpus - 1, 0), f"{source} ('auto' = CPUs - 1)"
+    if str(value) == "auto":  # the lesson script's meaning: the kit's one CPU rule
+        return workers_for_cpus(cpus, gpus), f"{source} ('auto' = CPUs - the main process's)"
     try:
         return int(value), source
     except (TypeError, ValueError):
@@ -136,7 +137,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     machine = read_environment()
     cpus = cpus_from_env(machine.env, machine.affinity)[0] or 1
     gpus = gpus_from_env(machine.env)[0]
-    workers, workers_source = script_num_workers(Path(script), script_args, cpus)
+    workers, workers_source = script_num_workers(Path(script), script_args, cpus,
+                                                 min(gpus if gpus is not None else machine.nvml_gpus or 0, 1))
     if num_workers is not None:
         workers, workers_source = num_workers, "dlkit-prof run --num-workers"
     loaders = out_dir / f"{stem}.loaders.json"
