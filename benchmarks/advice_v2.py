@@ -12,13 +12,16 @@ OUT/summary.md gathers them. From the repository root, on the H100 (16 cores):
 
     PYTHONUNBUFFERED=1 python3 benchmarks/advice_v2.py --out "$OUT"
 
+About 21 training processes in all. Sized for under 4 minutes on a 16-core H100 node from the v1
+benchmark's figures (about 7-10 s of start-up per process, 3.1-8.7 s per 60k epoch); that estimate
+is not a measurement. If it runs long, run one workload per call (`--workloads mnist`, then
+`--workloads mnist-heavy-aug`): each workload's summary is written as soon as it is done.
 `--quick` is a CPU smoke test (tiny data, workers 0,1).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +31,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.profile_advice import step  # noqa: E402  (one command, its log, its time)
 from profiling.cpu_rule import cpus_for_workers  # noqa: E402
 from profiling.report import build_report  # noqa: E402
 from profiling.sweep import first_cpus  # noqa: E402
@@ -42,9 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("runs/advice_v2"))
     p.add_argument("--workers", default="0,1,2,4,6,8,12,16")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
-    p.add_argument("--train-samples", type=int, default=30_000, help="plain MNIST (its per-batch cost is unchanged)")
-    p.add_argument("--heavy-train-samples", type=int, default=15_000, help="MNIST with --augment heavy")
-    p.add_argument("--test-samples", type=int, default=2_000)
+    p.add_argument("--train-samples", type=int, default=20_000, help="plain MNIST (its per-batch cost is unchanged)")
+    p.add_argument("--heavy-train-samples", type=int, default=10_000, help="MNIST with --augment heavy")
+    p.add_argument("--test-samples", type=int, default=1_000)
     p.add_argument("--curve-seconds", type=float, default=1.0)
     p.add_argument("--data-dir", type=Path, default=Path("data"))
     p.add_argument("--quick", action="store_true", help="CPU smoke test: tiny data, workers 0,1")
@@ -59,19 +63,6 @@ def script_args(args: argparse.Namespace, name: str) -> list[str]:
     samples = args.heavy_train_samples if WORKLOADS[name] else args.train_samples
     return [str(REPO / "mnist_classify.py"), "--synthetic", "--epochs", "1", "--data-dir", str(args.data_dir.resolve()),
             "--train-samples", str(samples), "--test-samples", str(args.test_samples), *WORKLOADS[name]]
-
-
-def step(title: str, command: list[str], log: Path, ok_codes: tuple[int, ...] = (0,)) -> float:
-    print(f"\n== {title}\n   $ {' '.join(command)}", flush=True)
-    start = time.monotonic()
-    with log.open("w", encoding="utf-8") as fh:
-        code = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO).returncode
-    took = time.monotonic() - start
-    print(f"   took {took:.1f} s (exit {code}; log {log})", flush=True)
-    if code not in ok_codes:
-        print("".join(log.read_text(encoding="utf-8").splitlines(keepends=True)[-25:]), file=sys.stderr)
-        raise SystemExit(f"{title} failed with exit code {code}")
-    return took
 
 
 def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
