@@ -207,3 +207,20 @@ def test_template_launcher_lesson_script_checker_sweep_and_report_agree(cpus, gp
         assert "cpus-for-workers" not in [f.rule for f in check(parse_script(job, "j.sbatch"))]
         short = job.replace(f"--cpus-per-task={cpus}", f"--cpus-per-task={cpus - 1}")
         assert "cpus-for-workers" in [f.rule for f in check(parse_script(short, "j.sbatch"))]
+
+
+# --------------------------------------------------------------------------- a CPU-heavy workload
+def test_heavy_augmentation_transforms_training_images_only(tmp_path, capsys):
+    import mnist_classify
+
+    args = mnist_classify.parse_args(["--synthetic", "--data-dir", str(tmp_path), "--train-samples", "64",
+                                      "--test-samples", "32", "--augment", "heavy"])
+    train_ds, test_ds = mnist_classify.load_datasets(args)
+    train_set, test_set = (getattr(ds, "dataset", ds) for ds in (train_ds, test_ds))  # a Subset or the set
+    names = [type(t).__name__ for t in train_set.transform.transforms]
+    assert names[:2] == ["RandomAffine", "ColorJitter"] and "RandomAffine" not in str(test_set.transform)
+    image, _ = train_ds[0]
+    assert image.shape == (1, 28, 28)
+    with pytest.raises(SystemExit) as refused:
+        mnist_classify.parse_args(["--augment", "heavy", "--gpu-resident"])
+    assert refused.value.code == 2 and "--gpu-resident has no DataLoader" in capsys.readouterr().err
