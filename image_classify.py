@@ -43,26 +43,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--val", type=Path, default=None,
                    help="an ImageFolder to test on (default: a 'val' folder beside the training folder, if any)")
     p.add_argument("--no-test", action="store_true", help="skip the test pass (timing runs)")
-    p.add_argument("--image-size", type=lesson1._positive_int, default=128, metavar="PX",
+    p.add_argument("--image-size", type=lesson1.positive_int, default=128, metavar="PX",
                    help="side of the random crop the model trains on")
-    p.add_argument("--batch-size", type=lesson1._positive_int, default=64, metavar="N")
-    p.add_argument("--test-batch-size", type=lesson1._positive_int, default=256, metavar="N")
-    p.add_argument("--epochs", type=lesson1._positive_int, default=1, metavar="N")
+    p.add_argument("--batch-size", type=lesson1.positive_int, default=64, metavar="N")
+    p.add_argument("--test-batch-size", type=lesson1.positive_int, default=256, metavar="N")
+    p.add_argument("--epochs", type=lesson1.positive_int, default=1, metavar="N")
     p.add_argument("--lr", type=lesson1._positive_float, default=0.1, help="SGD learning rate (cosine decay)")
     p.add_argument("--seed", type=int, default=1, metavar="S",
                    help="seed of weights and order; shards written with --seed S hold the folder's order for S")
-    p.add_argument("--log-interval", type=lesson1._positive_int, default=20, metavar="N")
+    p.add_argument("--log-interval", type=lesson1.positive_int, default=20, metavar="N")
     p.add_argument("--dry-run", action="store_true", help="one batch per epoch")
     g = p.add_argument_group("data loading (as in lesson 1's script)")
     g.add_argument("--num-workers", type=lesson1._workers, default=1, metavar="N|auto")
     g.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None)
     g.add_argument("--persistent-workers", action="store_true")
-    g.add_argument("--prefetch-factor", type=lesson1._positive_int, default=None, metavar="N")
+    g.add_argument("--prefetch-factor", type=lesson1.positive_int, default=None, metavar="N")
     g = p.add_argument_group("speed and measurement (as in lesson 1's script)")
     g.add_argument("--device", choices=["auto", "cuda", "cpu", "mps"], default="auto")
     g.add_argument("--amp", action="store_true", help="bf16 autocast on CUDA")
     g.add_argument("--channels-last", action="store_true")
-    g.add_argument("--max-steps", type=lesson1._positive_int, default=None, metavar="N")
+    g.add_argument("--max-steps", type=lesson1.positive_int, default=None, metavar="N")
     g.add_argument("--sync-timing", action="store_true")
     g.add_argument("--metrics-json", type=Path, default=None, metavar="PATH")
     return p

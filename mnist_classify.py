@@ -26,6 +26,7 @@ import recipes
 import synthetic_digits
 import tensorboard_log
 from graphed_step import GraphedStep
+from profiling.cpu_rule import workers_for_cpus
 
 try:  # line_profiler's `profile` is a no-op unless the script runs under `kernprof -l` (or LINE_PROFILE=1)
     from line_profiler import profile
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("data loading (lesson 03)")
     g.add_argument("--num-workers", type=_workers, default=1, metavar="N|auto",
-                   help="DataLoader worker processes; 'auto' = the CPUs this job may use minus one. "
+                   help="DataLoader worker processes; 'auto' = the CPUs this job may use minus the main "
+                        "process's (2 on a GPU with pinned memory, else 1: profiling/cpu_rule.py). "
                         "The default 1 is the lesson's bottleneck")
     g.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None,
                    help="page-locked host batches for faster copies (default: on with CUDA)")
@@ -119,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep workers alive between epochs instead of restarting them")
     g.add_argument("--prefetch-factor", type=positive_int, default=None, metavar="N",
                    help="batches each worker prepares ahead (torch's default is 2)")
+    g.add_argument("--augment", choices=["none", "heavy"], default="none",
+                   help="heavy: random affine warp and brightness/contrast jitter of each training image, "
+                        "a CPU-heavy loader for checking the worker advice beyond plain MNIST")
 
     g = p.add_argument_group("data source")
     g.add_argument("--data-dir", type=Path, default=Path(os.environ.get("MNIST_DATA", "./data")),
@@ -174,6 +179,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.device = "cpu"
     if args.cuda_graph and args.compile:
         parser.error("--cuda-graph and --compile both take over the training step: pick one")
+    if args.augment != "none" and args.gpu_resident:
+        parser.error("--augment transforms images in the DataLoader's workers; --gpu-resident has no DataLoader")
     return args
 
 
@@ -188,8 +195,9 @@ def usable_cpus() -> int:
     return 1  # no affinity API (macOS): assume the least rather than the whole machine
 
 
-def resolve_num_workers(requested: int | str) -> int:
-    return max(usable_cpus() - 1, 0) if requested == "auto" else int(requested)
+def resolve_num_workers(requested: int | str, gpus: int = 0, pin_memory: bool | None = None) -> int:
+    """'auto' = the workers the kit's one CPU rule fits in this job's CPUs beside the main process."""
+    return workers_for_cpus(usable_cpus(), gpus, pin_memory) if requested == "auto" else int(requested)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -265,6 +273,7 @@ def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
             raise SetupError(f"could not download MNIST into {root} ({type(exc).__name__}); "
                              "run this on a machine with internet, or use --synthetic") from None
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MNIST_MEAN,), (MNIST_STD,))])
+    train_transform = transforms.Compose([*HEAVY_AUGMENTATION, transform]) if args.augment == "heavy" else transform
     raw = root / "MNIST" / "raw"
     for name in (n for pair in synthetic_digits.FILES.values() for n in pair):
         problem = (raw / name).exists() and synthetic_digits.idx_problem(raw / name)
@@ -273,12 +282,22 @@ def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
                     else "fetch it again (--download, or --synthetic for generated digits)")
             raise SetupError(f"{raw / name} is corrupt: {problem}; delete it and {cure}")
     try:
-        train_ds = datasets.MNIST(root, train=True, transform=transform)
+        train_ds = datasets.MNIST(root, train=True, transform=train_transform)
         test_ds = datasets.MNIST(root, train=False, transform=transform)
     except RuntimeError:
         raise SetupError(f"MNIST not found in {root / 'MNIST' / 'raw'}: run once with --download "
                          "(needs internet, e.g. on a login node) or add --synthetic for offline digits") from None
     return _first(train_ds, args.train_samples, "train"), _first(test_ds, args.test_samples, "test")
+
+
+# --augment heavy: per-image work on PIL images in the loader's workers, about 4x the cost of
+# ToTensor + Normalize alone (timed one thread per process on a 2-core machine: 90 ms -> 280 ms for 64
+# images with the warp and the jitter), so the loader's cost is no longer MNIST's.
+HEAVY_AUGMENTATION = (
+    transforms.RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10),
+    transforms.ColorJitter(brightness=0.4, contrast=0.4),
+    transforms.RandomResizedCrop(28, scale=(0.8, 1.0), antialias=True),
+)
 
 
 def _uint8_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
@@ -347,8 +366,9 @@ def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
     if args.gpu_resident:
         return (ResidentLoader(train_ds, args.batch_size, device, order, args.channels_last),
                 ResidentLoader(test_ds, args.test_batch_size, device, None, args.channels_last))
-    workers = resolve_num_workers(args.num_workers)
-    common = {"num_workers": workers, "pin_memory": effective_pin_memory(args, device)}
+    pin = effective_pin_memory(args, device)
+    workers = resolve_num_workers(args.num_workers, int(device.type == "cuda"), pin)
+    common = {"num_workers": workers, "pin_memory": pin}
     if workers > 0:
         common["persistent_workers"] = args.persistent_workers
         if args.prefetch_factor is not None:
@@ -452,11 +472,12 @@ def test(model: nn.Module, device: torch.device, test_loader, *, amp: bool = Fal
 def settings(args: argparse.Namespace, device: torch.device, ctx: dict, train_ds: Dataset,
              test_ds: Dataset) -> dict:
     """What this run actually used (after 'auto' and device defaults), for the metrics file."""
-    workers = 0 if args.gpu_resident else resolve_num_workers(args.num_workers)
+    workers = 0 if args.gpu_resident else resolve_num_workers(args.num_workers, int(device.type == "cuda"),
+                                                              effective_pin_memory(args, device))
     as_given = {name: getattr(args, name) for name in (
         "batch_size", "test_batch_size", "epochs", "lr", "gamma", "seed", "channels_last", "compile",
         "gpu_resident", "sync_timing", "max_steps", "cudnn_benchmark", "optimizer", "schedule", "warmup_epochs",
-        "lr_scaling")}
+        "lr_scaling", "augment")}
     return {**as_given, "device": str(device), "num_workers": workers, "num_workers_requested": args.num_workers,
             "amp": args.amp and device.type == "cuda", "amp_requested": args.amp,
             "cuda_graph": args.cuda_graph and device.type == "cuda",

@@ -1,8 +1,8 @@
-"""Profiling overhead, side by side: plain epoch vs `dlprof run` vs bare `kernprof -l`.
+"""Profiling overhead, side by side: plain epoch vs `dlkit-prof run` vs bare `kernprof -l`.
 
 Each setting runs one epoch of lesson 1 in its own process; the variants are interleaved and
 repeated, and the table gives the median epoch time (from --metrics-json) and its ratio to the
-plain run. "bare kernprof" is what `dlprof run` did before it stopped tracing in forked
+plain run. "bare kernprof" is what `dlkit-prof run` did before it stopped tracing in forked
 DataLoader workers and chose the legacy tracer (see profiling/kernprof_entry.py).
 
 On the GPU machine, from the repository root:
@@ -27,7 +27,7 @@ def variants(out: Path) -> dict[str, list[str]]:
     """Command prefix per variant; the mnist arguments are appended."""
     return {
         "plain": [sys.executable],
-        "dlprof run": [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "dlprof"), "--"],
+        "dlkit-prof run": [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "dlkit-prof"), "--"],
         "bare kernprof -l": [sys.executable, "-m", "kernprof", "-l", "-q", "--no-config",
                              "-o", str(out / "bare.lprof")],
     }

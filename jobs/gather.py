@@ -1,7 +1,7 @@
 """Gather a sweep array's results (one metrics JSON per task) into one table and plot.
 
 The table, the knee, the plot and the writer of the sweep's files are profiling.sweep's own
-(`write_outputs`, the one `dlprof sweep` uses),
+(`write_outputs`, the one `dlkit-prof sweep` uses),
 so the array and the submitit sweep cannot disagree on how a sweep is read. This module only
 knows where the array's tasks left their files: <dir>/w<W>.json.
 """

@@ -5,7 +5,7 @@ function that returns the numbers for its message, or None when the job is fine.
 submission (exit 2); warnings and notes are printed and the job goes ahead. A script can waive a
 rule it breaks on purpose with a comment `# dljobs: allow RULE-ID` (lesson 2 does, to profile the
 starved baseline). CPUs for N workers come from the kit's one CPU rule,
-`profiling.advice.main_process_cpus`: workers plus what the main process keeps busy.
+`profiling.cpu_rule.main_process_cpus`: workers plus what the main process keeps busy.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from jobs.follow import Started, follow, launches_only
 from jobs.measured import Need, profile_need, sacct_need
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript
-from profiling.advice import main_process_cpus
+from profiling.cpu_rule import main_process_cpus
 from profiling.script_reader import Workers
 
 Level = Literal["error", "warning", "note"]

@@ -10,7 +10,8 @@ jobs/site.env as the templates: its SBATCH_* values reach submitit's sbatch thro
 environment, and its data dir becomes MNIST_DATA.
 
 The executor set-up and the wait for a job are profiling.slurm's (a fresh executor per job), and the
-sweep itself is profiling.sweep's (one implementation of "one job per num_workers, cpus = workers + 1").
+sweep itself is profiling.sweep's (one implementation of "one job per num_workers, cpus = workers + the
+main process's CPUs").
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import pandas as pd
 
 from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
 from profiling.argv import has_flag
+from profiling.cpu_rule import workers_for_cpus
 from profiling.slurm import JobShape, new_executor, wait_until_done
 
 SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
@@ -128,12 +130,13 @@ def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
     return _row(job, metrics, f"log: {job.paths.stdout}")
 
 
-def with_workers(script_args: list[str], cpus: int) -> list[str]:
-    """--num-workers = the task's CPUs - 1 (as in the DDP and preemptible templates), unless the caller
-    chose one. tuned.sbatch keeps two CPUs for the main process of a GPU run, as the advice model does."""
+def with_workers(script_args: list[str], cpus: int, gpus: int = 1) -> list[str]:
+    """--num-workers = the workers the kit's one CPU rule fits in the task's CPUs (profiling.cpu_rule, as
+    the templates and the advice count them), unless the caller chose one."""
     if has_flag(script_args, "--num-workers"):
         return list(script_args)
-    return [*script_args, "--num-workers", str(max(cpus - 1, 0))]
+    pin = False if has_flag(script_args, "--no-pin-memory") else None
+    return [*script_args, "--num-workers", str(workers_for_cpus(cpus, gpus, pin))]
 
 
 class SubmitError(RuntimeError):
@@ -144,8 +147,8 @@ def launch(task: Any, shape: JobShape, args: argparse.Namespace, folder: Path, w
     """Submit one job from a fresh executor, wait for it, and return its one-row table."""
     metrics_json = str(folder / f"{shape.name}.metrics.json")
     try:
-        job = new_executor(folder / "slurm", shape).submit(task, with_workers(args.script_args, shape.cpus_per_task),
-                                                           metrics_json)
+        script_args = with_workers(args.script_args, shape.cpus_per_task, 1 if shape.gpus_per_node else 0)
+        job = new_executor(folder / "slurm", shape).submit(task, script_args, metrics_json)
     except Exception as error:  # submitit wraps sbatch's refusal in its own error types
         raise SubmitError(f"sbatch refused the {what}: {' '.join(str(error).split())[:300]}") from None
     print(f"submit: {what} is job {job.job_id}", flush=True)
@@ -171,7 +174,8 @@ def run_sweep(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     from profiling.sweep import best_of_repeats, run_slurm, settings_for, write_outputs
 
     sweep_args = argparse.Namespace(time_min=args.time_min, gpus=args.gpus or None, partition=None)
-    settings = settings_for([str(SCRIPTS["single"]), *args.script_args], parse_workers(args.workers), folder)
+    settings = settings_for([str(SCRIPTS["single"]), *args.script_args], parse_workers(args.workers), folder,
+                            min(args.gpus, 1))
     results = best_of_repeats(run_slurm(settings, sweep_args))
     print(write_outputs(folder, results), flush=True)
     return results

@@ -1,4 +1,4 @@
-"""`python -m profiling ...` is the same as the `dlprof` console script."""
+"""`python -m profiling ...` is the same as the `dlkit-prof` console script."""
 import sys
 
 from profiling.cli import main

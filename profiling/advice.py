@@ -8,17 +8,17 @@ flags (`mnist_classify.py --gpu-resident`, ...) are a separate table, `LESSON_SC
 
 The model (docs/profiling-model.md explains it at length):
   W = data wait per batch (time on the `for ... in loader` header)
-  C = compute per batch (every other line of the loop body, summed: copy, forward, loss,
-      backward, step, logging; the split among them is never used, because asynchronous CUDA
-      work is charged to whichever line synchronises)
+  C = compute per batch (every other line of the loop body, summed; the split among them is never
+      used, because asynchronous CUDA work is charged to whichever line synchronises)
   k = num_workers of the profiled run
-One worker builds a batch in P seconds. With k = 0 the main process builds it: P = W. With
-k >= 1 and the loop starved, the k workers together deliver one batch per (W + C), so
-P = k (W + C). Keeping up with the loop needs P / C workers on average; the advice sizes the
-pool at HEADROOM times that, ceil(2 P / C), because workers hand batches over in a fixed order
-(one slow batch stalls the loop however far the others are ahead) and run slower on a job's few
-CPUs than on the profiled node. Below a data-wait share of 5 % the loader is not the bottleneck and k is kept; with
-workers, a wait under HANDOFF_MS per batch is the cost of receiving a batch, not starvation.
+With a measured loader curve (batches/s against workers, `profiling.loader_curve`), num_workers is
+the fewest workers whose throughput covers CURVE_MARGIN / C (`profiling.curve.choose_workers`).
+Without one (a bare .lprof) it is an estimate: one worker builds a batch in P = W (k = 0) or
+P = k (W + C) (k >= 1, loop starved); the average need is ceil(P / C) and the estimate is
+ceil(ESTIMATE_FACTOR P / C), labelled as such, naming the command that measures the curve.
+Below a data-wait share of 5 % (and with no curve) the loader is not the bottleneck and k is kept;
+with workers, a wait under HANDOFF_MS per batch is the cost of receiving a batch, not starvation.
+CPUs are num_workers + main_process_cpus (profiling.cpu_rule, the kit's one CPU rule).
 """
 from __future__ import annotations
 
@@ -26,13 +26,16 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoopSummary
+from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_for_workers,  # noqa: F401
+                                main_process_cpus)
+from profiling.curve import CURVE_MARGIN, choose_workers
+from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
-# Workers needed = ceil(HEADROOM x P / C), i.e. keep the workers about half busy. With only the average
-# need (or need + 1) the loop still waited: on an H100 the profile at 1 worker implied 3 workers,
-# yet 4 ran 1.2x slower than the best of a sweep while 6 to 8 were within 6 % (docs/profiling-model.md).
-HEADROOM = 2.0
+# Without a curve the need is inferred, and bounded between the average need ceil(P / C) and
+# ESTIMATE_FACTOR times it. The estimate takes the top: on an H100 the average (3 workers, 4 with a
+# spare) ran 1.21x slower than the best of a sweep, while too many workers cost only idle CPUs.
+ESTIMATE_FACTOR = 1.5
 FEW_BATCHES = 20      # below this, start-up (first batch, worker start) dominates the averages
 ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch/examples on GPU)
 # With workers, the main process always waits a little per batch even when the workers are far
@@ -40,13 +43,8 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 # not starvation, and counting it as such would ask for more workers after every re-profile.
 # benchmarks/loader_handoff.py measures the real floor on a GPU node.
 HANDOFF_MS = 0.5
-# CPUs the main process keeps busy besides the workers. On a GPU with pinned memory it runs two
-# threads: the training loop (whose CUDA waits spin on a core) and the pin-memory thread that
-# page-locks every batch. On an H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step but
-# 9.5 ms with the node free, so `workers + 1` CPUs starved the workers (docs/profiling-model.md).
-MAIN_CPUS_GPU_PINNED = 2
-MAIN_CPUS_OTHERWISE = 1
-CONSTANTS = {"handoff_ms": HANDOFF_MS}  # module constants a message may name, besides the numbers
+CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
+CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR}
 # Share of the loader workers' time spent opening and reading files (`python -m small_files split`
 # stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
 READS_DOMINATE = 0.5
@@ -67,12 +65,8 @@ class Rule:
         return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
 
-def main_process_cpus(gpus: int, pin_memory: bool | None) -> int:
-    """CPUs the training process itself keeps busy besides its DataLoader workers (see above)."""
-    return MAIN_CPUS_GPU_PINNED if gpus >= 1 and pin_memory is not False else MAIN_CPUS_OTHERWISE
-
-
-def model_numbers(loop: LoopSummary | None, facts: JobFacts) -> AdviceNumbers:
+def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
+                  curve_command: str = CURVE_COMMAND) -> AdviceNumbers:
     """Every number the rules and the messages use, computed once."""
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
     # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
@@ -87,6 +81,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts) -> AdviceNumbers:
         workers_known=facts.num_workers is not None, requested=facts.requested, cpu_ceiling=ceiling,
         main_cpus=main_cpus, worker_cap=worker_cap, pin_memory=facts.pin_memory,
         persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU",
+        curve_command=curve_command,
         io_known=facts.read_share is not None, read_ms=facts.read_ms or 0.0, decode_ms=facts.decode_ms or 0.0,
         read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE)
     if loop is None:
@@ -96,21 +91,38 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts) -> AdviceNumbers:
     above_threshold = loop.wait_fraction >= LOADER_BOUND
     within_handoff = workers >= 1 and 1e3 * wait <= HANDOFF_MS  # the wait no worker can remove
     loader_bound = above_threshold and not within_handoff
-    if not loader_bound:
-        raw = needed = workers
-    elif compute > 0:
-        raw = math.ceil(produce / compute - 1e-9)
-        needed = max(math.ceil(HEADROOM * produce / compute - 1e-9), raw + 1)
+    raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
+    measured: dict = {}
+    choice = choose_workers(curve, compute, worker_cap) if curve is not None and compute > 0 else None
+    short = curve is not None and compute > 0 and choice is None
+    if choice is not None:
+        chosen, needed, basis = choice.workers, choice.workers, "measured"
+        capped, never = choice.capped, choice.never_keeps_up
+        measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
+                    "chosen_rate": choice.chosen_rate, "curve_best_rate": choice.best_rate,
+                    "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers}
+        spare = False
+    elif not loader_bound:
+        chosen = needed = workers
+        basis, capped, never, spare = "kept", False, False, False
+    elif raw is not None:
+        needed = max(math.ceil(ESTIMATE_FACTOR * produce / compute - 1e-9), raw)
+        chosen = min(needed, worker_cap)
+        basis, capped, never, spare = "estimate", raw > chosen, False, raw <= chosen < needed
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
-        raw = needed = worker_cap
-    chosen = min(needed, worker_cap)
+        needed = chosen = worker_cap
+        basis, capped, never, spare = "estimate", False, False, False
     return AdviceNumbers(**{
-        **asdict(job), "num_workers": chosen, "cpus_per_task": chosen + (main_cpus if chosen >= 1 else 1),
+        **asdict(job), **measured, "num_workers": chosen,
+        "cpus_per_task": cpus_for_workers(chosen, facts.gpus, facts.pin_memory),
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
-        "capped": raw > chosen, "spare_dropped": raw <= chosen < needed, "batches": loop.batches,
+        "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
         "wait_pct": 100 * loop.wait_fraction, "raw_workers": raw, "needed_workers": needed,
-        "loop_where": f"{loop.file}:{loop.header_line}"})
+        "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
+        "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
+        "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
+        "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers")})
 
 
 RULES: tuple[Rule, ...] = (
@@ -130,33 +142,58 @@ RULES: tuple[Rule, ...] = (
          "mostly queue more file requests. Group the files into shards (`python -m small_files shard`) or "
          "copy them to node-local disk at the start of the job (jobs/templates/small-files-staged.sbatch)."),
     Rule("workers_from_main_process", "advice",
-         lambda n: n.loader_bound and n.current_workers == 0 and not n.reads_dominate,
+         lambda n: n.basis == "estimate" and n.current_workers == 0 and n.raw_workers is not None
+         and not n.reads_dominate,
          "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
          "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
-         "{raw_workers} run at once on average; with room for slow batches (twice the average) that is "
-         "{needed_workers}."),
+         "{raw_workers} run at once on average; the estimate is {factor} times that, {estimate_high}."),
     Rule("workers_from_starved_loop", "advice",
-         lambda n: n.loader_bound and n.current_workers > 0 and not n.reads_dominate,
+         lambda n: n.basis == "estimate" and n.current_workers > 0 and n.raw_workers is not None
+         and not n.reads_dominate,
          "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
          "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
-         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average. Workers hand "
-         "batches over in a fixed order, so one slow batch stalls the loop: size the pool at twice that, "
-         "{needed_workers}."),
+         "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average; the estimate "
+         "is {factor} times that, {estimate_high}, because workers hand batches over in a fixed order and "
+         "one slow batch stalls the loop."),
+    Rule("estimate", "advice", lambda n: n.basis == "estimate",
+         "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the "
+         "average need) and {estimate_high}. Measure the loader for a firm number (a few seconds per "
+         "setting, no GPU needed): {curve_command}"),
+    Rule("curve_too_short", "advice", lambda n: n.curve_short,
+         "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does "
+         "not reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that "
+         "{cpu_ceiling} CPU(s) hold are needed; the advice falls back to the estimate. Measure the curve in a "
+         "job with the CPUs you mean to ask for."),
+    Rule("workers_from_curve", "advice",
+         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
+         "Measured: the loop consumes a batch every {compute_ms:.2f} ms ({compute_rate:.0f} batches/s). "
+         "Timed alone on {cpus} CPU(s), the loader delivers {chosen_rate:.0f} batches/s with {num_workers} "
+         "worker(s), the fewest that reach {margin} times the loop's rate ({target_rate:.0f} batches/s)."),
+    Rule("no_workers_needed", "advice",
+         lambda n: n.basis == "measured" and not n.capped and n.num_workers == 0,
+         "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
+         "num_workers=0 keeps up and saves the workers' CPUs."),
     Rule("capped_by_cpus", "advice", lambda n: n.capped,
-         "Keeping up needs {raw_workers} workers on average, more than {cpu_ceiling} CPU(s) can run beside "
-         "the main process, so num_workers is capped at {num_workers}. The loader will stay the bottleneck: "
-         "make batches cheaper to build (simpler transforms, data already on the GPU) or plan for more "
-         "CPUs with --cpus N."),
+         "Keeping up needs more workers than {cpu_ceiling} CPU(s) can run beside the main process, so "
+         "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
+         "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
+    Rule("never_keeps_up", "advice", lambda n: n.never_keeps_up,
+         "The loader cannot keep up at any number of workers: timed alone it levels off at "
+         "{curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the {compute_rate:.0f} "
+         "batches/s the loop consumes, so more than {num_workers} workers only take CPUs. Make batches "
+         "cheaper to build (lighter transforms, one file per many samples instead of many small files) "
+         "or keep the data on the GPU."),
     Rule("no_room_for_spare", "advice", lambda n: n.spare_dropped,
-         "Twice the average need does not fit in {cpu_ceiling} CPU(s) beside the main process, so num_workers "
-         "is {num_workers}: enough on average, with less room for slow batches."),
+         "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
+         "num_workers is {num_workers}: at least the average need, with less room for slow batches."),
     Rule("handoff_only", "advice", lambda n: n.handoff_only,
          "The {wait_ms:.2f} ms per batch still spent on the loader line is within the {handoff_ms} ms a main "
          "process needs to take a finished batch from its workers, which more workers do not remove."),
-    Rule("compute_bound", "advice", lambda n: n.loop_found and not n.loader_bound,
-         "The loader is no longer the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
-         "per batch, {wait_pct:.1f}% of a step, so more workers will not help; keep num_workers={num_workers}. "
-         "To go faster, use larger batches, mixed precision and data kept on the GPU."),
+    Rule("compute_bound", "advice",
+         lambda n: n.loop_found and not n.loader_bound and not n.capped and not n.never_keeps_up,
+         "The loader is not the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
+         "per batch, {wait_pct:.1f}% of a step, so more workers will not help; num_workers={num_workers} "
+         "keeps up. To go faster, use larger batches, mixed precision and data kept on the GPU."),
     Rule("main_process_cpus", "advice",
          lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus > 1,
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
@@ -180,7 +217,7 @@ RULES: tuple[Rule, ...] = (
          "started again at every epoch, and the first batches of each epoch wait for them."),
     Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0,
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
-         "{cpus} CPU(s), which the model ignores. Check the advice with `dlprof sweep`."),
+         "{cpus} CPU(s), which the model ignores. Check the advice with `python -m profiling sweep`."),
     Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
@@ -190,15 +227,17 @@ RULES: tuple[Rule, ...] = (
 # generic messages, because `run` profiles any script and only mnist_classify.py has these flags.
 LESSON_SCRIPT_HINTS: dict[str, str] = {
     "capped_by_cpus": "(mnist_classify.py: --gpu-resident keeps the data on the GPU.)",
+    "never_keeps_up": "(mnist_classify.py: --gpu-resident.)",
     "compute_bound": "(mnist_classify.py: --batch-size, --amp, --gpu-resident.)",
     "pin_memory": "(mnist_classify.py: on by default with CUDA, off with --no-pin-memory.)",
     "persistent_workers": "(mnist_classify.py: --persistent-workers.)",
 }
 
 
-def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES) -> Advice:
+def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES,
+           curve: LoaderCurve | None = None) -> Advice:
     """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
-    numbers = model_numbers(loop, facts)
+    numbers = model_numbers(loop, facts, curve)
     fired = [rule for rule in rules if rule.when(numbers)]
     edits: list[str] = []
     if numbers.num_workers is not None:

@@ -1,4 +1,5 @@
-"""The command line: `python -m profiling {run,report,compare,sweep}` (also installed as `dlprof`).
+"""The command line: `python -m profiling {run,report,loader,compare,sweep}` (also installed as `dlkit-prof`;
+not `dlprof`, the command of NVIDIA's DLProf that NGC PyTorch containers ship).
 
 Only argument parsing and error handling live here. Each verb is one function elsewhere that takes
 the parsed `argparse.Namespace` and returns an exit code; the verbs other than `report` are
@@ -24,7 +25,7 @@ DEFAULT_WORKERS = "0,1,2,4,8"
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (`dlprof report: error: ...`) and exit 2."""
+    """argparse, but a usage error is one line (`dlkit-prof report: error: ...`) and exit 2."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
@@ -65,7 +66,7 @@ def _add_job_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
-        prog="dlprof",
+        prog="dlkit-prof",
         description="Profile a training script with kernprof and turn the .lprof into a report that "
                     "says where each batch's time goes and which num_workers / --cpus-per-task to use.",
     )
@@ -80,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-interval", type=float, default=1.0, help="seconds between samples")
     run.add_argument("--num-workers", type=_non_negative_int, default=None,
                      help="the script's DataLoader workers, if it cannot be read from its arguments")
+    run.add_argument("--curve-seconds", type=float, default=2.0,
+                     help="after the run, time the script's DataLoader alone for this many seconds per "
+                          "num_workers setting (the loader curve the advice is measured from); 0 = skip")
     run.add_argument("--formats", default="text,md,html,json,csv",
                      help="report files to write, comma-separated from: " + ",".join(FORMATS))
     _add_job_flags(run)
@@ -95,7 +99,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory kernprof ran in, to find the source lines (default: from the metadata)")
     report.add_argument("--output-dir", type=Path, default=None,
                         help="also write every report file (text, md, json, csv, html, plots) here")
+    report.add_argument("--curve", type=Path, default=None,
+                        help="a loader curve from `loader` (default: <stem>.curve.json beside the profile); "
+                             "without one the advice is an estimate")
     _add_job_flags(report)
+
+    loader = verbs.add_parser("loader", help="time the script's DataLoader alone at 0, 1, 2, 4, ... workers "
+                              "(the loader curve), without training")
+    loader.add_argument("--output-dir", type=Path, default=Path("."), help="where <stem>.curve.json/.png go")
+    loader.add_argument("--seconds", type=float, default=2.0, help="seconds per num_workers setting")
+    loader.add_argument("--batches", type=_non_negative_int, default=3,
+                        help="stop the script after its loader gave this many batches, then measure")
+    loader.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
+                        help="the training script and its arguments")
 
     compare = verbs.add_parser("compare", help="speedup per phase between two .lprof files")
     compare.add_argument("before", type=Path, metavar="BEFORE.lprof")
@@ -107,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--workers", type=_worker_list, default=_worker_list(DEFAULT_WORKERS),
                        help=f"worker counts to try (default: {DEFAULT_WORKERS})")
     sweep.add_argument("--slurm", action="store_true",
-                       help="one Slurm job per setting through submitit, with cpus_per_task = workers + 1")
+                       help="one Slurm job per setting through submitit, with cpus_per_task = workers + the main "
+                            "process's CPUs (2 with a GPU, else 1)")
     sweep.add_argument("--output-dir", type=Path, default=Path("sweep"), help="results, table and plot")
     sweep.add_argument("--partition", default=None, help="Slurm partition (with --slurm)")
     sweep.add_argument("--gpus", type=_non_negative_int, default=None, help="GPUs per job (with --slurm)")
@@ -126,7 +143,7 @@ def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[st
         command = command[1:]
     if not command:
         parser.exit(EXIT_BAD_INPUT,
-                    f"dlprof {verb}: error: no script given (usage: dlprof {verb} ... -- SCRIPT [ARGS...])\n")
+                    f"dlkit-prof {verb}: error: no script given (usage: dlkit-prof {verb} ... -- SCRIPT [ARGS...])\n")
     return command
 
 
@@ -135,7 +152,7 @@ def _report_command(args: argparse.Namespace) -> int:
     from profiling.report import build_report, lprof_stem, write_report
 
     report = build_report(args.lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
-                          source_root=args.source_root, cores_per_gpu=args.cores_per_gpu)
+                          source_root=args.source_root, cores_per_gpu=args.cores_per_gpu, curve_path=args.curve)
     if args.output_dir is not None:
         stem = lprof_stem(args.lprof, drop_script_suffix=True) or "profile"
         written = write_report(report, args.output_dir, stem, FORMATS)
@@ -156,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.command = _script_command(parser, "run", args.command)
             from profiling.runner import run_command
             return run_command(args)
+        if args.verb == "loader":
+            args.command = _script_command(parser, "loader", args.command)
+            from profiling.loader_curve import loader_command
+            return loader_command(args)
         if args.verb == "compare":
             from profiling.compare import compare_command
             return compare_command(args)
@@ -164,14 +185,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from profiling.sweep import sweep_command
             return sweep_command(args)
     except ProfileError as err:
-        print(f"dlprof {args.verb}: error: {err}", file=sys.stderr)
+        print(f"dlkit-prof {args.verb}: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as err:  # cannot read/write a path the user named: their input, not our bug
-        print(f"dlprof {args.verb}: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
+        print(f"dlkit-prof {args.verb}: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "),
               file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"dlprof {args.verb}: interrupted", file=sys.stderr)
+        print(f"dlkit-prof {args.verb}: interrupted", file=sys.stderr)
         return 130
     parser.error(f"unknown verb {args.verb!r}")
 

@@ -1,4 +1,4 @@
-"""`dlprof compare BEFORE.lprof AFTER.lprof`: the speedup per phase and overall.
+"""`dlkit-prof compare BEFORE.lprof AFTER.lprof`: the speedup per phase and overall.
 
 Why per batch when possible: the "after" run is often shorter or longer (another batch size,
 fewer samples, --max-steps), so comparing raw seconds would reward running less. When both

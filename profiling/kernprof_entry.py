@@ -1,4 +1,4 @@
-"""The process `dlprof run` profiles in: kernprof, minus tracing in forked DataLoader workers.
+"""The process `dlkit-prof run` profiles in: kernprof, minus tracing in forked DataLoader workers.
 
 Why: a DataLoader worker is a fork of the profiled process, so it inherits the line tracer
 (legacy trace on Python <= 3.11, a process-wide `sys.monitoring` LINE event on 3.12+). The
@@ -28,6 +28,13 @@ def stop_line_tracing() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     os.register_at_fork(after_in_child=stop_line_tracing)
+    from profiling.capture import install
+
+    install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
+    if os.environ.get("DLPROF_CURVE"):  # and times the busiest one alone at exit (profiling.loader_curve)
+        from profiling.loader_curve import install as measure_curve_at_exit
+
+        measure_curve_at_exit()
     import kernprof  # imported late: only the child process needs line_profiler
 
     return kernprof.main(sys.argv[1:] if argv is None else argv) or 0

@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from profiling.records import PHASES, Report
+from profiling.records import PHASES, AdviceNumbers, LoaderCurve, Report
 
 TOP_LINES = 15
 # One colour per phase, stable across plots and reports (matplotlib's tab10 palette).
@@ -88,6 +88,32 @@ def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = None) -> Path:
+    """Batches/s against num_workers, measured; with the advice's numbers, the loop's compute rate,
+    the target (rate x margin) and the chosen k are marked."""
+    points = sorted(curve.points, key=lambda p: p.workers)
+    fig = new_figure(7, 4)
+    ax = fig.add_subplot()
+    ax.plot([p.workers for p in points], [p.batches_per_s for p in points], marker="o", color="#1f77b4",
+            label=f"loader alone, measured on {curve.cpus} CPU(s)")
+    if numbers is not None and numbers.compute_rate:
+        ax.axhline(numbers.compute_rate, color="#7f7f7f", linestyle="--",
+                   label=f"loop's compute rate: {numbers.compute_rate:.0f} batches/s")
+        ax.axhline(numbers.target_rate, color="#ff7f0e", linestyle=":",
+                   label=f"target (x margin): {numbers.target_rate:.0f} batches/s")
+    if numbers is not None and numbers.num_workers is not None:
+        ax.axvline(numbers.num_workers, color="#d62728", linestyle="-.",
+                   label=f"advice: num_workers={numbers.num_workers}")
+    ax.set_xticks([p.workers for p in points])
+    ax.set_xlabel("num_workers")
+    ax.set_ylabel("batches / s")
+    ax.set_title(f"DataLoader throughput ({curve.where or 'the script loader'})", fontsize=9)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.savefig(path)
+    return path
+
+
 def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:
     """Write the report's PNGs as `<stem>.<kind>.png`; returns the paths written."""
     out_dir = Path(out_dir)
@@ -99,4 +125,6 @@ def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:
         paths.append(plot_phases(report.phases, out_dir / f"{stem}.phases.png"))
     if report.samples is not None and len(report.samples):
         paths.append(plot_utilisation(report.samples, out_dir / f"{stem}.utilisation.png"))
+    if report.curve is not None:
+        paths.append(plot_curve(report.curve, out_dir / f"{stem}.loader-curve.png", report.advice.numbers))
     return paths

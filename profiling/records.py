@@ -63,6 +63,7 @@ class JobFacts:
     read_share: float | None = None  # share of the workers' time spent opening and reading files (io_split)
     read_ms: float | None = None     # ... per batch, and decoding/transforming per batch, when measured
     decode_ms: float | None = None
+    loader_at: str | None = None    # file:line where the script built the loop's DataLoader (profiling.capture)
 
 
 Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the run / an extra suggestion
@@ -105,8 +106,44 @@ class AdviceNumbers:
     produce_ms: float | None = None     # what one worker needs to build a batch
     wait_pct: float | None = None       # data wait, % of a step
     raw_workers: int | None = None      # the average need: ceil(produce / compute)
-    needed_workers: int | None = None   # with HEADROOM for slow batches
+    needed_workers: int | None = None   # the estimate (bare profile) or the measured need (curve)
     loop_where: str | None = None       # file:line of the loop header
+    basis: str = "none"                 # "measured" (loader curve), "estimate" (profile only), "kept", "none"
+    estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
+    compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
+    target_rate: float | None = None    # compute_rate x CURVE_MARGIN: what the workers must deliver
+    chosen_rate: float | None = None    # the curve's batches/s at the advised workers
+    curve_best_rate: float | None = None     # the curve's highest batches/s within the CPUs
+    curve_best_workers: int | None = None    # ... and the fewest workers within 5 % of it
+    curve_max_workers: int | None = None     # the largest k the curve measured
+    never_keeps_up: bool = False        # the curve flattened below the target: no k keeps up
+    curve_short: bool = False           # a curve measured on fewer CPUs, still short of the target: estimate
+    curve_cpus: int | None = None       # the CPUs the curve was measured on
+    curve_command: str | None = None    # the command that measures the curve (named by an estimate)
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """The loader alone with `workers` workers: batches delivered per second after the first."""
+
+    workers: int
+    batches: int
+    seconds: float
+    batches_per_s: float
+
+
+@dataclass(frozen=True)
+class LoaderCurve:
+    """Batches per second against num_workers, measured on the job's CPUs (profiling.loader_curve)."""
+
+    points: tuple[CurvePoint, ...]
+    cpus: int                    # CPUs the measurement ran on (the job's)
+    batch_size: int | None
+    pin_memory: bool
+    where: str = ""              # file:line where the measured DataLoader was built, when known
+
+    def rate(self, workers: int) -> float | None:
+        return next((p.batches_per_s for p in self.points if p.workers == workers), None)
 
 
 @dataclass(frozen=True)
@@ -168,3 +205,4 @@ class Report:
     meta: dict[str, Any] = field(default_factory=dict)  # run metadata written by `run`, if any
     samples: pd.DataFrame | None = None                 # GPU/CPU utilisation samples, if any
     loop: LoopSummary | None = None                     # the training loop; None when none was found
+    curve: LoaderCurve | None = None                    # the measured loader curve, if any

@@ -50,11 +50,25 @@ def _loop_lines(report: Report) -> list[str]:
             f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
 
 
+BASIS = {"measured": "(measured: loader curve)", "estimate": "(ESTIMATE: see below)",
+         "kept": "(kept: the loader keeps up)", "none": ""}
+
+
 def _advice_head(report: Report) -> list[str]:
     advice = report.advice
     if advice.num_workers is None:
         return ["No num_workers advice (see why below)."]
-    return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}"]
+    basis = BASIS.get(advice.numbers.basis if advice.numbers else "none", "")
+    return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
+
+
+def _curve_lines(report: Report) -> list[str]:
+    """The measured loader curve, one line: k -> batches/s."""
+    if report.curve is None:
+        return []
+    points = ", ".join(f"{p.workers}: {p.batches_per_s:.0f}"
+                       for p in sorted(report.curve.points, key=lambda p: p.workers))
+    return [f"  Loader curve (num_workers: batches/s, timed alone on {report.curve.cpus} CPUs): {points}"]
 
 
 def _facts_line(report: Report) -> str:
@@ -80,7 +94,7 @@ def render_text(report: Report) -> str:
     out = [f"Profile: {report.lprof_path}", _facts_line(report), f"  ({report.facts.source})", ""]
     out += _loop_lines(report) + ["", "Phases" + (f" of {report.loop.function}()" if report.loop else "") + ":"]
     out += _text_table(PHASE_HEADER, _phase_rows(report))
-    out += ["", "ADVICE", "  " + _advice_head(report)[0]]
+    out += ["", "ADVICE", "  " + _advice_head(report)[0]] + _curve_lines(report)
     if report.advice.edits:
         out += ["  Exact edits (in the job script):"] + [f"    {e}" for e in report.advice.edits]
     out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons]
@@ -103,6 +117,7 @@ def render_markdown(report: Report) -> str:
            f"Counts from: {report.facts.source}.", "", "## Training loop", ""]
     out += [line.strip() + "  " for line in _loop_lines(report)]
     out += ["", "## Advice", "", "**" + _advice_head(report)[0] + "**", ""]
+    out += [line.strip() for line in _curve_lines(report)] + ([""] if report.curve is not None else [])
     if report.advice.edits:
         out += ["Exact edits in the job script:", "", "```bash", *report.advice.edits, "```", ""]
     out += [f"- {r}" for r in report.advice.reasons]
@@ -148,6 +163,7 @@ def report_dict(report: Report) -> dict[str, Any]:
                    "reasons": advice.reasons, "warnings": advice.warnings, "notes": advice.notes,
                    "edits": advice.edits, "rules": advice.fired_rules,
                    "numbers": asdict(advice.numbers) if advice.numbers is not None else None},
+        "curve": asdict(report.curve) if report.curve is not None else None,
         "notes": report.notes,
         "meta": report.meta,
     })

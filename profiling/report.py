@@ -14,6 +14,8 @@ from typing import Any
 import pandas as pd
 
 from profiling.advice import advise
+from profiling.capture import loader_for_loop, read_loaders
+from profiling.curve import read_curve
 from profiling.lprof import load_lprof
 from profiling.phases import classify_lines, phase_summary, training_loop
 from profiling.records import ProfileError, Report
@@ -30,6 +32,7 @@ WORKER_NOTE = (
     "line_profiler records only the main process: with num_workers > 0 the time workers spend "
     "building batches does not appear, only the main process's wait for them (the loop header).")
 
+CURVE_SUFFIX = ".curve.json"  # the measured loader curve beside a profile (profiling.loader_curve)
 # File name of each format written next to the .lprof.
 SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "csv": ".lines.csv",
             "html": ".report.html"}
@@ -73,8 +76,10 @@ def read_samples(lprof: Path) -> tuple[pd.DataFrame | None, list[str]]:
 
 def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | None = None,
                  num_workers: int | None = None, source_root: str | Path | None = None,
-                 cores_per_gpu: int | None = None, environment: Environment | None = None) -> Report:
-    """Read a .lprof (and its metadata) and compute everything the renderers show.
+                 cores_per_gpu: int | None = None, environment: Environment | None = None,
+                 curve_path: str | Path | None = None) -> Report:
+    """Read a .lprof (and its metadata, its loaders and its loader curve) and compute everything the
+    renderers show. The curve is `curve_path`, else `<stem>.curve.json` beside the profile, if any.
 
     Raises ProfileError for a file that is missing, unsafe, malformed or empty.
     """
@@ -85,8 +90,13 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources)
     loop = training_loop(table, loops)
+    loader = loader_for_loop(read_loaders(sibling(lprof_path, ".loaders.json")),
+                             loop.file if loop else None, loop.header_line if loop else None)
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
-                      environment=environment if environment is not None else read_environment(meta))
+                      environment=environment if environment is not None else read_environment(meta), loader=loader)
+    curve = None
+    if curve_path is not None or sibling(lprof_path, CURVE_SUFFIX).is_file():
+        curve = read_curve(Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX))
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     if loop is None:
@@ -99,7 +109,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                          f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
     notes += [CUDA_CAVEAT, WORKER_NOTE]
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts), notes=notes, meta=meta, samples=samples, loop=loop)
+                  advice=advise(loop, facts, curve=curve), notes=notes, meta=meta, samples=samples, loop=loop,
+                  curve=curve)
 
 
 def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:

@@ -1,4 +1,4 @@
-"""`dlprof run`: profile a script with kernprof, keep its exit code, then write the report.
+"""`dlkit-prof run`: profile a script with kernprof, keep its exit code, then write the report.
 
 Why a wrapper and not plain `kernprof -l`: kernprof writes `script.py.lprof` into whatever
 directory you happen to be in, crashes at the very end when an `-o` directory is missing (after
@@ -17,7 +17,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from profiling import capture
 from profiling.argv import flag_value
+from profiling.cpu_rule import workers_for_cpus
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
@@ -61,7 +63,7 @@ def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
     return Path(script).stem or "profile"
 
 
-def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | None, str]:
+def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) -> tuple[int | None, str]:
     """The DataLoader workers the run will use, and where that number came from."""
     value = flag_value(args, "--num-workers")
     source = "the --num-workers argument"
@@ -70,8 +72,8 @@ def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | 
         source = "the script's default for --num-workers"
     if value is None:
         return None, "unknown (no --num-workers argument)"
-    if str(value) == "auto":  # the lesson script's meaning: every allowed CPU but the main one
-        return max(cpus - 1, 0), f"{source} ('auto' = CPUs - 1)"
+    if str(value) == "auto":  # the lesson script's meaning: the kit's one CPU rule
+        return workers_for_cpus(cpus, gpus), f"{source} ('auto' = CPUs - the main process's)"
     try:
         return int(value), source
     except (TypeError, ValueError):
@@ -87,7 +89,7 @@ def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
             script, *args]
 
 
-def kernprof_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+def kernprof_environment(environ: dict[str, str] | None = None, loaders: Path | None = None) -> dict[str, str]:
     """The child's environment: line_profiler's legacy tracer unless the user chose a core.
 
     Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for
@@ -96,6 +98,8 @@ def kernprof_environment(environ: dict[str, str] | None = None) -> dict[str, str
     """
     env = dict(os.environ if environ is None else environ)
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
+    if loaders is not None:  # profiling.capture records the script's DataLoaders there
+        env[capture.PATH_VAR] = str(loaders)
     return env
 
 
@@ -104,7 +108,7 @@ def _now() -> str:
 
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
-                 num_workers: int | None = None) -> tuple[int, dict, "Sampler | None"]:
+                 num_workers: int | None = None, curve_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
@@ -113,10 +117,14 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     machine = read_environment()
     cpus = cpus_from_env(machine.env, machine.affinity)[0] or 1
     gpus = gpus_from_env(machine.env)[0]
-    workers, workers_source = script_num_workers(Path(script), script_args, cpus)
+    workers, workers_source = script_num_workers(Path(script), script_args, cpus,
+                                                 min(gpus if gpus is not None else machine.nvml_gpus or 0, 1))
     if num_workers is not None:
-        workers, workers_source = num_workers, "dlprof run --num-workers"
-    for stale in (lprof, out_dir / f"{stem}.samples.csv"):  # never report a previous run's results
+        workers, workers_source = num_workers, "dlkit-prof run --num-workers"
+    loaders = out_dir / f"{stem}.loaders.json"
+    curve = out_dir / f"{stem}.curve.json"  # the loader timed alone at exit (profiling.loader_curve)
+    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve, curve.with_suffix(".png")):
+        # never report a previous run's results
         stale.unlink(missing_ok=True)
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
@@ -130,14 +138,16 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     }
     started = datetime.now(timezone.utc)
     sampler = None
-    child_env = kernprof_environment()
+    child_env = kernprof_environment(loaders=loaders)
+    if curve_seconds > 0:
+        child_env.update({"DLPROF_CURVE": str(curve), "DLPROF_CURVE_SECONDS": str(curve_seconds)})
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     with subprocess.Popen(meta["command"], env=child_env) as child:
         try:
             if sample:
                 sampler = Sampler(child.pid, interval=interval)
                 if sampler.message:
-                    print(f"dlprof run: {sampler.message}", file=sys.stderr)
+                    print(f"dlkit-prof run: {sampler.message}", file=sys.stderr)
                 with sampler:
                     code = _wait(child)
             else:
@@ -168,21 +178,24 @@ def run_command(args: argparse.Namespace) -> int:
         raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
-                                       getattr(args, "sample_interval", 1.0), args.num_workers)
+                                       getattr(args, "sample_interval", 1.0), args.num_workers,
+                                       getattr(args, "curve_seconds", 2.0))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code != 0:
-        print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
+        print(f"dlkit-prof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():
-        print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
+        print(f"dlkit-prof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
         return code if code != 0 else 1
     written = [lprof, out_dir / f"{stem}.meta.json"]
+    written += [p for p in (out_dir / f"{stem}.loaders.json", out_dir / f"{stem}.curve.json",
+                            out_dir / f"{stem}.curve.png") if p.is_file()]
     if sampler is not None:  # beside the .lprof, where build_report (and a later `report`) finds it
         written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
     try:
-        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=meta["num_workers"],
+        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
     except ProfileError as err:
-        print(f"dlprof run: error: {err}", file=sys.stderr)
+        print(f"dlkit-prof run: error: {err}", file=sys.stderr)
         return code if code != 0 else 2
     formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
     written += write_report(report, out_dir, stem, formats)

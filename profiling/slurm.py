@@ -1,6 +1,6 @@
 """Slurm through submitit, in one place: the executor set-up, why a job is pending, the wait loop.
 
-Both the profiler's sweep (`dlprof sweep --slurm`) and the job launcher (`python -m jobs submit`)
+Both the profiler's sweep (`dlkit-prof sweep --slurm`) and the job launcher (`python -m jobs submit`)
 submit through these. Imports run one way: `jobs/` imports `profiling/`, never the reverse.
 
 Every submission gets a FRESH executor: submitit's `update_parameters` accumulates, so a reused

@@ -1,12 +1,13 @@
-"""`dlprof sweep`: measure throughput for each num_workers and set the knee beside the advice.
+"""`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
 Why a sweep: the report's advice comes from a model (data wait vs compute per batch). A sweep is
 the experiment that checks it. Each setting runs the script with `--num-workers W
 --metrics-json FILE` and reads `images_per_sec`; the knee is the fewest workers within 5 % of the
 best, because every extra worker costs a CPU that another job could use.
 
-Locally each run is pinned to W + 1 CPUs (when there are that many), so it sees what a Slurm job
-with `--cpus-per-task=W+1` would see. With `--slurm` each setting is one job through submitit
+Locally each run is pinned to W + the main process's CPUs (the kit's one CPU rule,
+profiling.cpu_rule: 2 on a GPU with pinned memory, else 1; when there are that many), so it sees what
+a Slurm job with that `--cpus-per-task` would see. With `--slurm` each setting is one job through submitit
 (`profiling.slurm`). `write_outputs` is the one writer of a sweep's files, which `dljobs gather`
 uses too.
 """
@@ -26,6 +27,8 @@ from typing import Any
 import pandas as pd
 
 from profiling.argv import flag_value, strip_flags
+from profiling.cpu_rule import cpus_for_workers
+from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
 from profiling.runner import declared_default, script_problem
@@ -43,16 +46,20 @@ class Setting:
     command: list[str]
     metrics: Path
     log: Path
+    cpus: int  # --cpus-per-task for these workers: profiling.cpu_rule.cpus_for_workers
 
 
-def settings_for(command: list[str], workers: list[int], out_dir: Path) -> list[Setting]:
+def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0) -> list[Setting]:
+    """One setting per worker count, each with the CPUs the kit's one rule gives it."""
     script, args = command[0], strip_flags(command[1:], ("--num-workers", "--metrics-json"))
+    pin = False if "--no-pin-memory" in args else None
     result = []
     for w in workers:
         folder = (out_dir / f"w{w}").resolve()
         metrics = folder / "metrics.json"
         result.append(Setting(w, [sys.executable, script, *args, "--num-workers", str(w),
-                                  "--metrics-json", str(metrics)], metrics, folder / "log.txt"))
+                                  "--metrics-json", str(metrics)], metrics, folder / "log.txt",
+                              cpus_for_workers(w, gpus, pin)))
     return result
 
 
@@ -81,11 +88,11 @@ def _row(s: Setting, cpus: int, status: str, detail: str) -> dict:
 
 
 def run_local(settings: list[Setting]) -> list[dict]:
-    """Run each setting here, one after the other, pinned to W + 1 CPUs."""
+    """Run each setting here, one after the other, pinned to its CPUs (W + the main process's)."""
     rows = []
     for s in settings:
         s.log.parent.mkdir(parents=True, exist_ok=True)
-        cpus = first_cpus(s.workers + 1)
+        cpus = first_cpus(s.cpus)
         env = dict(os.environ)
         if "SLURM_CPUS_PER_TASK" in env:  # keep the script's CPU count in step with the pinning
             env["SLURM_CPUS_PER_TASK"] = str(len(cpus))
@@ -119,13 +126,13 @@ def submit(command: list[str], folder: Path, cpus: int, args: argparse.Namespace
 
 
 def run_slurm(settings: list[Setting], args: argparse.Namespace) -> list[dict]:
-    """Submit every setting as its own job (cpus_per_task = W + 1), then wait for all."""
+    """Submit every setting as its own job (cpus_per_task = W + the main process's CPUs), then wait for all."""
     jobs = []
     for s in settings:
         s.log.parent.mkdir(parents=True, exist_ok=True)
         try:
-            job = submit(s.command, s.log.parent / "slurm", s.workers + 1, args, f"sweep-w{s.workers}")
-            print(f"sweep: workers={s.workers} submitted as job {job.job_id} (cpus_per_task={s.workers + 1})",
+            job = submit(s.command, s.log.parent / "slurm", s.cpus, args, f"sweep-w{s.workers}")
+            print(f"sweep: workers={s.workers} submitted as job {job.job_id} (cpus_per_task={s.cpus})",
                   flush=True)
         except Exception as err:  # sbatch refused it (e.g. more CPUs than any node has)
             job = f"could not submit: {' '.join(str(err).split())[:300]}"
@@ -133,8 +140,17 @@ def run_slurm(settings: list[Setting], args: argparse.Namespace) -> list[dict]:
     rows = []
     for s, job in zip(settings, jobs):
         status, detail = ("failed", job) if isinstance(job, str) else wait_job(job)
-        rows.append(_row(s, s.workers + 1, status, detail))
+        rows.append(_row(s, s.cpus, status, detail))
     return rows
+
+
+def sweep_gpus(args: argparse.Namespace) -> int:
+    """GPUs each setting trains with: --gpus, else what this machine shows (Slurm, CUDA_VISIBLE_DEVICES, driver)."""
+    if getattr(args, "gpus", None) is not None:
+        return int(args.gpus)
+    machine = read_environment()
+    found = gpus_from_env(machine.env)[0]
+    return min(found if found is not None else (machine.nvml_gpus or 0), 1)
 
 
 def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int | None:
@@ -176,14 +192,15 @@ def current_workers(command: list[str]) -> int:
 
 
 def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
-    """Run `dlprof run` on the command as given (the current setting), here or as a job."""
+    """Run `dlkit-prof run` on the command as given (the current setting), here or as a job."""
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
     workers = current_workers(command)
     print(f"sweep: profiling the current setting (num_workers={workers}) for the model's advice ...", flush=True)
     if args.slurm:
-        status, detail = wait_job(submit(profiled, folder / "slurm", workers + 1, args, "sweep-profile"))
+        cpus = cpus_for_workers(workers, getattr(args, "gpus", None) or 0)
+        status, detail = wait_job(submit(profiled, folder / "slurm", cpus, args, "sweep-profile"))
         if status != "ok":
             print(f"sweep: the profiling job failed: {detail}", file=sys.stderr)
     else:
@@ -204,8 +221,9 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
         return "\n".join(lines) + "\n"
     best_w = int(shown.loc[shown["images_per_sec"].idxmax(), "workers"])
     lines.append(f"best: num_workers={best_w} at {best:.1f} images/s")
+    knee_cpus = int(shown.loc[shown["workers"] == knee, "cpus"].iloc[0])
     lines.append(f"knee: num_workers={knee} (the fewest workers within {KNEE_TOLERANCE:.0%} of the best), "
-                 f"i.e. --cpus-per-task={knee + 1}")
+                 f"run with --cpus-per-task={knee_cpus}")
     if advice is None:
         lines.append(advice_source if advice_source.startswith("no advice") else "model advice: none given")
     else:
@@ -232,7 +250,7 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
     if advice is not None:
         ax.axvline(advice, color="#d62728", linestyle=":", label=f"model advice: num_workers={advice}")
     ax.set_xticks(sorted(set(results["workers"]) | ({advice} if advice is not None else set())))
-    ax.set_xlabel("num_workers (cpus_per_task = workers + 1)")
+    ax.set_xlabel("num_workers (cpus_per_task = workers + the main process's CPUs)")
     ax.set_ylabel("training images / s")
     ax.set_title("DataLoader workers sweep")
     ax.set_ylim(bottom=0)
@@ -268,7 +286,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
-    settings = settings_for(command, workers, out_dir) * max(getattr(args, "repeats", 1), 1)
+    settings = settings_for(command, workers, out_dir, sweep_gpus(args)) * max(getattr(args, "repeats", 1), 1)
     rows = run_slurm(settings, args) if args.slurm else run_local(settings)
     results = best_of_repeats(rows)
     text = write_outputs(out_dir, results, advice, advice_source)

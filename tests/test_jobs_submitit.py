@@ -27,7 +27,9 @@ def test_single_run_sweep_ddp_and_failure_through_submitit(slurm, tmp_path, pyth
     site.write_text(f"export SBATCH_PARTITION=debug\nDLKIT_DATA_DIR={tmp_path / 'data'}\n")
     # Four launchers at once: the sandbox runs what fits on its two CPUs and queues the rest.
     single = launch(python_exe, repo, site, tmp_path / "single", "single", "--cpus", "2", TINY)
-    sweep = launch(python_exe, repo, site, tmp_path / "sweep", "sweep", "--workers", "0,1", TINY)
+    # CPU-only settings: the kit's CPU rule gives W + 1 CPUs (a GPU setting would need W + 2, more than
+    # the sandbox's two CPUs for one worker)
+    sweep = launch(python_exe, repo, site, tmp_path / "sweep", "sweep", "--workers", "0,1", "--gpus", "0", TINY)
     ddp = launch(python_exe, repo, site, tmp_path / "ddp", "ddp", "--gpus", "2", "--mem-gb", "4", TINY)
     broken = launch(python_exe, repo, site, tmp_path / "broken", "single", ["--data-dir", str(tmp_path / "none")])
     outputs = {name: proc.communicate(timeout=300) for name, proc in
@@ -35,8 +37,9 @@ def test_single_run_sweep_ddp_and_failure_through_submitit(slurm, tmp_path, pyth
 
     assert single.returncode == 0, outputs["single"]
     [row] = pd.read_csv(tmp_path / "single" / "results.csv").to_dict("records")
+    # 2 CPUs for a 1-GPU job: both stay with the main process (the kit's CPU rule), so 0 workers
     assert (row["status"], row["state"], row["num_workers"], row["cpus_allowed"], row["steps"]) == (
-        "ok", "COMPLETED", 1, 2, 4)
+        "ok", "COMPLETED", 0, 2, 4)
     assert row["images_per_sec"] > 0
 
     assert sweep.returncode == 0, outputs["sweep"]

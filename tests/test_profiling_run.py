@@ -1,4 +1,4 @@
-"""End-to-end tests of `dlprof run`, `compare`, `sweep` (local and through Slurm) and the HTML page.
+"""End-to-end tests of `dlkit-prof run`, `compare`, `sweep` (local and through Slurm) and the HTML page.
 
 Real kernprof runs of the lesson script on a tiny synthetic set. Each torch start costs ~10-20 s
 on the 2-core CI machine, so the expensive runs are module fixtures that several tests read:
@@ -19,10 +19,11 @@ import pytest
 
 TINY = ["--synthetic", "--train-samples", "256", "--test-samples", "128", "--epochs", "1"]
 REPORT_FILES = (".lprof", ".meta.json", ".samples.csv", ".report.txt", ".report.md", ".report.html",
-                ".report.json", ".lines.csv", ".lines.png", ".phases.png", ".utilisation.png")
+                ".report.json", ".lines.csv", ".lines.png", ".phases.png", ".utilisation.png",
+                ".curve.json", ".curve.png", ".loader-curve.png")  # the loader timed alone at exit (issue 17)
 
 
-def dlprof(python: str, repo: Path, *args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+def prof_cli(python: str, repo: Path, *args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env["PYTHONPATH"] = str(repo)
     return subprocess.run([python, "-m", "profiling", *args], cwd=cwd, env=env, capture_output=True,
@@ -38,7 +39,7 @@ def workdir(tmp_path_factory) -> Path:
 def profiled(workdir, python_exe, repo) -> tuple[subprocess.CompletedProcess, Path]:
     """One real `run --sample-gpu` of the lesson script at num_workers=0."""
     out = workdir / "run0" / "nested"  # does not exist yet: run must create it
-    proc = dlprof(python_exe, repo, "run", "--output-dir", str(out), "--sample-gpu", "--sample-interval", "0.5",
+    proc = prof_cli(python_exe, repo, "run", "--output-dir", str(out), "--sample-gpu", "--sample-interval", "0.5",
                   "--", str(repo / "mnist_classify.py"), *TINY, "--num-workers", "0",
                   "--data-dir", str(workdir / "data"), cwd=workdir)
     return proc, out
@@ -48,7 +49,7 @@ def profiled(workdir, python_exe, repo) -> tuple[subprocess.CompletedProcess, Pa
 def local_sweep(workdir, python_exe, repo) -> tuple[subprocess.CompletedProcess, Path]:
     """`sweep --workers 0,1` with no --lprof: it profiles the current setting (num_workers=1) first."""
     out = workdir / "sweep"
-    proc = dlprof(python_exe, repo, "sweep", "--workers", "0,1", "--output-dir", str(out), "--",
+    proc = prof_cli(python_exe, repo, "sweep", "--workers", "0,1", "--output-dir", str(out), "--",
                   str(repo / "mnist_classify.py"), *TINY, "--max-steps", "3", "--num-workers", "1",
                   "--data-dir", str(workdir / "data"), cwd=workdir)
     return proc, out
@@ -67,6 +68,7 @@ def test_run_writes_every_file(profiled):
     assert "--no-config" in meta["command"] and meta["start_time"] <= meta["end_time"]
     report = json.loads((out / "mnist_classify.report.json").read_text())
     assert {"phases", "advice"} <= set(report) and "num_workers" in report["advice"]
+    assert report["advice"]["numbers"]["basis"] == "measured" and report["curve"]["points"][0]["workers"] == 0
     lines = pd.read_csv(out / "mnist_classify.lines.csv")
     assert lines[lines["phase"] == "data_wait"]["source"].str.contains("train_loader").any()
     assert "num_workers" in proc.stdout and "files:" in proc.stdout
@@ -87,7 +89,7 @@ def test_run_keeps_failing_exit_code_and_still_reports(tmp_path, python_exe, rep
     script.write_text("import sys\n\n@profile\ndef work(items):\n    total = 0\n"
                       "    for item in items:\n        total += item\n    return total\n\n"
                       "work(range(1000))\nsys.exit(3)\n")
-    proc = dlprof(python_exe, repo, "run", "--output-dir", "out", "--", "fails.py", cwd=tmp_path)
+    proc = prof_cli(python_exe, repo, "run", "--output-dir", "out", "--", "fails.py", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     assert "exited with code 3" in proc.stderr
     assert json.loads((tmp_path / "out" / "fails.meta.json").read_text())["exit_code"] == 3
@@ -96,9 +98,9 @@ def test_run_keeps_failing_exit_code_and_still_reports(tmp_path, python_exe, rep
 
 def test_run_of_missing_script_fails_cleanly(tmp_path, python_exe, repo):
     """Refused before kernprof starts: one line, exit 2, and nothing written (no stray .meta.json)."""
-    proc = dlprof(python_exe, repo, "run", "--output-dir", "out", "--", "nope.py", cwd=tmp_path)
+    proc = prof_cli(python_exe, repo, "run", "--output-dir", "out", "--", "nope.py", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["dlprof run: error: no such script: nope.py"]
+    assert proc.stderr.strip().splitlines() == ["dlkit-prof run: error: no such script: nope.py"]
     assert not (tmp_path / "out").exists()
 
 
@@ -141,7 +143,7 @@ def test_sweep_local_knee_and_advice(local_sweep):
 def test_compare_two_real_profiles(profiled, local_sweep, python_exe, repo, workdir):
     before = profiled[1] / "mnist_classify.lprof"
     after = next((local_sweep[1] / "profile").glob("*.lprof"))
-    proc = dlprof(python_exe, repo, "compare", str(before), str(after), "--output-dir", "cmp", cwd=workdir)
+    proc = prof_cli(python_exe, repo, "compare", str(before), str(after), "--output-dir", "cmp", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     assert "overall" in proc.stdout and "data_wait" in proc.stdout and "x" in proc.stdout
     table = pd.read_csv(workdir / "cmp" / "mnist_classify_vs_mnist_classify.compare.csv")
@@ -151,7 +153,7 @@ def test_compare_two_real_profiles(profiled, local_sweep, python_exe, repo, work
 
 def test_compare_bad_input_is_one_line_exit_2(tmp_path, python_exe, repo):
     (tmp_path / "junk.lprof").write_bytes(b"not a pickle")
-    proc = dlprof(python_exe, repo, "compare", "junk.lprof", "missing.lprof", cwd=tmp_path)
+    proc = prof_cli(python_exe, repo, "compare", "junk.lprof", "missing.lprof", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
@@ -161,7 +163,7 @@ def test_compare_bad_input_is_one_line_exit_2(tmp_path, python_exe, repo):
 def test_sweep_through_slurm(slurm, profiled, python_exe, repo, workdir):
     """One real job per setting; a setting no node can hold is reported, not hung on."""
     out = workdir / "sweep_slurm"
-    proc = dlprof(python_exe, repo, "sweep", "--slurm", "--workers", "0,64", "--time-min", "5",
+    proc = prof_cli(python_exe, repo, "sweep", "--slurm", "--workers", "0,64", "--time-min", "5",
                   "--lprof", str(profiled[1] / "mnist_classify.lprof"), "--output-dir", str(out), "--",
                   str(repo / "mnist_classify.py"), *TINY, "--max-steps", "2", "--data-dir", str(workdir / "data"),
                   cwd=workdir, timeout=420)

@@ -118,7 +118,7 @@ def test_malformed_input_is_one_line_and_exit_2(tmp_path, capsys, case):
     assert main(["report", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
-    assert err.startswith("dlprof report: error:") and "Traceback" not in err
+    assert err.startswith("dlkit-prof report: error:") and "Traceback" not in err
 
 
 @pytest.mark.parametrize("argv", [

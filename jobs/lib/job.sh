@@ -8,7 +8,8 @@
 #   2. activates the software environment the site file names (modules, conda, venv);
 #   3. exports the data and output locations (MNIST_DATA, DLKIT_RUNS_DIR);
 #   4. prints the job's context: host, CPUs allowed, GPUs, and the sorted SLURM_* variables.
-# It also defines dlkit_rendezvous, which DDP templates call for MASTER_ADDR and MASTER_PORT.
+# It also defines dlkit_rendezvous, which DDP templates call for MASTER_ADDR and MASTER_PORT, and
+# dlkit_workers, the DataLoader workers that fit in a number of CPUs.
 
 # Slurm runs a *copy* of the batch script, so the script cannot find the kit from its own path.
 # This file can: it is sourced by path.
@@ -102,6 +103,12 @@ dlkit_context() {
     echo "slurm:"
     env | grep '^SLURM_' | LC_ALL=C sort | sed 's/^/  /' || echo "  (not inside a Slurm job)"
     echo "==="
+}
+
+dlkit_workers() {
+    # DataLoader workers for $1 CPUs beside one training process with ${2:-1} GPU(s): the kit's one
+    # CPU rule (profiling/cpu_rule.py), which the advice, the checker and the launcher use too.
+    python "$DLKIT_ROOT/profiling/cpu_rule.py" workers "$1" --gpus "${2:-1}"
 }
 
 dlkit_rendezvous() {

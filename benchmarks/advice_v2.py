@@ -1,0 +1,147 @@
+"""Advice v2 on a GPU node: profile at num_workers=1, take the (measured) advice, sweep, compare.
+
+For each workload (MNIST as shipped; MNIST with `--augment heavy`):
+  1. `python -m profiling run` one epoch at --num-workers 1: the profile, and the loader curve timed
+     at exit; the advice is read from the report (measured), and from the bare profile (the estimate);
+  2. `python -m profiling sweep --workers 0,1,2,4,6,8,12,16 --gpus 1`: one epoch per setting, each
+     pinned to W + the main process's CPUs (the kit's one CPU rule); the advised k is added;
+  3. the goals: the advised epoch within 5 % of the best, at most the knee + 2 workers (the knee: the
+     fewest workers within 5 % of the best throughput), and the CPUs saved against the node's share.
+Each workload's results go to OUT/<workload>/summary.{md,json} as soon as it is done, then
+OUT/summary.md gathers them. From the repository root, on the H100 (16 cores):
+
+    PYTHONUNBUFFERED=1 python3 benchmarks/advice_v2.py --out "$OUT"
+
+About 21 training processes in all. Sized for under 4 minutes on a 16-core H100 node from the v1
+benchmark's figures (about 7-10 s of start-up per process, 3.1-8.7 s per 60k epoch); that estimate
+is not a measurement. If it runs long, run one workload per call (`--workloads mnist`, then
+`--workloads mnist-heavy-aug`): each workload's summary is written as soon as it is done.
+`--quick` is a CPU smoke test (tiny data, workers 0,1).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.profile_advice import step  # noqa: E402  (one command, its log, its time)
+from profiling.cpu_rule import cpus_for_workers  # noqa: E402
+from profiling.report import build_report  # noqa: E402
+from profiling.sweep import first_cpus  # noqa: E402
+
+WITHIN = 1.05        # advised epoch within 5 % of the best
+KNEE_SLACK = 2       # at most the knee + 2 workers
+WORKLOADS = {"mnist": [], "mnist-heavy-aug": ["--augment", "heavy"]}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=Path("runs/advice_v2"))
+    p.add_argument("--workers", default="0,1,2,4,6,8,12,16")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--train-samples", type=int, default=20_000, help="plain MNIST (its per-batch cost is unchanged)")
+    p.add_argument("--heavy-train-samples", type=int, default=10_000, help="MNIST with --augment heavy")
+    p.add_argument("--test-samples", type=int, default=1_000)
+    p.add_argument("--curve-seconds", type=float, default=1.0)
+    p.add_argument("--data-dir", type=Path, default=Path("data"))
+    p.add_argument("--quick", action="store_true", help="CPU smoke test: tiny data, workers 0,1")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.workers, args.train_samples, args.heavy_train_samples, args.test_samples = "0,1", 640, 320, 128
+        args.curve_seconds = 0.3
+    return args
+
+
+def script_args(args: argparse.Namespace, name: str) -> list[str]:
+    samples = args.heavy_train_samples if WORKLOADS[name] else args.train_samples
+    return [str(REPO / "mnist_classify.py"), "--synthetic", "--epochs", "1", "--data-dir", str(args.data_dir.resolve()),
+            "--train-samples", str(samples), "--test-samples", str(args.test_samples), *WORKLOADS[name]]
+
+
+def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    command = script_args(args, name)
+    step(f"{name}: 1. profile at --num-workers 1 (and time the loader alone at exit)",
+         [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "profile"), "--curve-seconds",
+          str(args.curve_seconds), "--", *command, "--num-workers", "1"], out / "profile.log")
+    lprof = out / "profile" / "mnist_classify.lprof"
+    report = build_report(lprof)
+    advice, numbers = report.advice, report.advice.numbers
+    bare = report
+    if report.curve is not None:  # the same profile read without its curve: what a bare .lprof gets
+        curve = out / "profile" / "mnist_classify.curve.json"
+        curve.rename(out / "profile" / "curve.json")
+        bare = build_report(lprof)
+        (out / "profile" / "curve.json").rename(curve)
+    estimate = {"num_workers": bare.advice.num_workers, "cpus_per_task": bare.advice.cpus_per_task}
+    print(f"   advice ({numbers.basis}): num_workers={advice.num_workers}, --cpus-per-task={advice.cpus_per_task}; "
+          f"bare-profile estimate: {estimate}")
+    sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", args.workers, "--lprof", str(lprof),
+                 "--output-dir", str(out / "sweep"), "--gpus", str(gpus), "--", *command]
+    step(f"{name}: 2. sweep num_workers over {args.workers}", sweep_cmd, out / "sweep.log", ok_codes=(0, 1))
+    sweep = pd.read_csv(out / "sweep" / "sweep.csv")
+    ok = sweep[sweep["status"] == "ok"].set_index("workers")
+    knee = json.loads((out / "sweep" / "sweep.json").read_text())["knee"]
+    best_w = int(ok["epoch_seconds"].idxmin())
+    best = float(ok.loc[best_w, "epoch_seconds"])
+    k = advice.num_workers
+    advised = float(ok.loc[k, "epoch_seconds"]) if k in ok.index else float("nan")
+    node_share = len(first_cpus(10_000))  # the node's cores for this one GPU: what "ask for everything" gets
+    asked = cpus_for_workers(k, gpus) if k is not None else None
+    result = {
+        "workload": name, "command": " ".join(command), "basis": numbers.basis, "advised_workers": k,
+        "cpus_asked": asked, "estimate_without_curve": estimate, "knee": knee, "best_workers": best_w,
+        "best_epoch_s": best, "advised_epoch_s": advised, "ratio": advised / best,
+        "within_5pct": advised / best <= WITHIN, "at_most_knee_plus_2": k is not None and knee is not None
+        and k <= knee + KNEE_SLACK, "node_share_cpus": node_share,
+        "cpu_hours_saved_per_gpu_hour": node_share - asked if asked is not None else None,
+        "curve": {p.workers: round(p.batches_per_s, 1) for p in report.curve.points} if report.curve else None,
+        "compute_ms_per_batch": numbers.compute_ms, "reasons": advice.reasons,
+        "sweep": json.loads(ok.reset_index().to_json(orient="records"))}
+    lines = [f"## {name}", "", f"`{result['command']}`", "",
+             f"advice ({numbers.basis}, from a profile at num_workers=1): num_workers={k}, --cpus-per-task={asked}; "
+             f"the bare profile's estimate: {estimate}",
+             f"loader curve (k: batches/s): {result['curve']}; compute {numbers.compute_ms:.2f} ms/batch", "",
+             "| num_workers | cpus | images/s | epoch s | vs best |", "|---:|---:|---:|---:|---:|"]
+    for w, row in ok.iterrows():
+        lines.append(f"| {w}{' (advised)' if w == k else ''} | {row['cpus']} | {row['images_per_sec']:.0f} | "
+                     f"{row['epoch_seconds']:.2f} | {row['epoch_seconds'] / best:.3f}x |")
+    lines += ["", f"best: {best_w} workers ({best:.2f} s); knee: {knee}; advised {k} = {result['ratio']:.3f}x the best "
+              f"-> within 5 %: {'MET' if result['within_5pct'] else 'NOT MET'}; <= knee + 2: "
+              f"{'MET' if result['at_most_knee_plus_2'] else 'NOT MET'}; CPUs asked {asked} of the node's {node_share} "
+              f"per GPU: {result['cpu_hours_saved_per_gpu_hour']} CPU-hours saved per GPU-hour", ""]
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")
+    (out / "summary.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print("\n".join(lines), flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    gpus = 1 if torch.cuda.is_available() else 0
+    t0 = time.monotonic()
+    step("0. generate the data set once", [sys.executable, *script_args(args, "mnist"), "--num-workers", "0",
+                                          "--max-steps", "1"], out / "warmup.log")
+    results = [workload(args, name, out / name, gpus) for name in args.workloads.split(",")]
+    gpu = torch.cuda.get_device_name(0) if gpus else "no GPU"
+    head = [f"# Advice v2: measured advice vs sweep ({gpu}, {len(first_cpus(10_000))} CPUs, "
+            f"{time.monotonic() - t0:.0f} s)", ""]
+    text = "\n".join(head + [(out / r["workload"] / "summary.md").read_text() for r in results])
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    print("\n" + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The one CPU rule of the kit: a job's CPUs = its DataLoader workers + the main process's CPUs.
+
+Why one module: the advice, the job checker, the sweep, the templates, the launcher and the lesson
+script's `--num-workers auto` must give the same answer to "how many CPUs for N workers" and
+"how many workers for C CPUs". On a GPU with pinned memory the main process keeps two cores busy:
+the training loop (whose CUDA waits spin on a core) and the pin-memory thread that page-locks every
+batch. On an H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step but 9.5 ms with the
+node free (docs/profiling-model.md). Otherwise the main process needs one core.
+
+It imports nothing from the kit, so a job template can run it as a file before anything else:
+    python "$DLKIT_ROOT/profiling/cpu_rule.py" workers CPUS [--gpus N] [--no-pin-memory]
+    python "$DLKIT_ROOT/profiling/cpu_rule.py" cpus WORKERS [--gpus N] [--no-pin-memory]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+MAIN_CPUS_GPU_PINNED = 2
+MAIN_CPUS_OTHERWISE = 1
+
+
+def main_process_cpus(gpus: int, pin_memory: bool | None = None) -> int:
+    """CPUs the training process itself keeps busy besides its DataLoader workers."""
+    return MAIN_CPUS_GPU_PINNED if gpus >= 1 and pin_memory is not False else MAIN_CPUS_OTHERWISE
+
+
+def cpus_for_workers(workers: int, gpus: int, pin_memory: bool | None = None) -> int:
+    """--cpus-per-task for `workers` DataLoader workers (one CPU when the main process loads alone:
+    with num_workers=0 there is no pin-memory thread and nothing to share a core with)."""
+    return workers + main_process_cpus(gpus, pin_memory) if workers >= 1 else 1
+
+
+def workers_for_cpus(cpus: int, gpus: int, pin_memory: bool | None = None) -> int:
+    """The most DataLoader workers that fit in `cpus` beside the main process."""
+    return max(cpus - main_process_cpus(gpus, pin_memory), 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cpu_rule", description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=("workers", "cpus"),
+                        help="workers: the workers that fit in N CPUs; cpus: the CPUs N workers need")
+    parser.add_argument("n", type=int, help="CPUs (for `workers`) or workers (for `cpus`), >= 0")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the training process (default 1)")
+    parser.add_argument("--no-pin-memory", action="store_true", help="the DataLoader does not pin memory")
+    args = parser.parse_args(argv)
+    if args.n < 0 or args.gpus < 0:
+        parser.exit(2, f"cpu_rule: error: expected numbers >= 0, got {args.n} and --gpus {args.gpus}\n")
+    pin = False if args.no_pin_memory else None
+    rule = workers_for_cpus if args.what == "workers" else cpus_for_workers
+    print(rule(args.n, args.gpus, pin))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The measured loader curve as data: read and write its JSON, and pick num_workers from it.
+
+Pure functions, no torch: the report reads a curve that `profiling loader` (or `run`) measured
+earlier, maybe on another machine. `choose_workers` is the heart of the measured advice: the
+fewest workers whose measured throughput covers the loop's compute rate with CURVE_MARGIN to spare.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from profiling.records import CurvePoint, LoaderCurve, ProfileError
+
+# The workers must deliver this many times the batches the loop consumes. A DataLoader hands
+# batches over in a fixed order (batch i from worker i mod k), so a pool that only just keeps up on
+# average still leaves the loop waiting on every slow batch; and the curve is measured with the
+# main process idle, while in training it takes a little CPU from the workers.
+CURVE_MARGIN = 1.25
+FLAT = 0.05        # a curve that gains less than this from its last step has flattened
+ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
+
+
+@dataclass(frozen=True)
+class CurveChoice:
+    """What the curve says for one loop: the workers, and why."""
+
+    workers: int
+    target_rate: float         # batches/s the workers must deliver
+    chosen_rate: float | None  # the curve at `workers` (interpolated between measured points)
+    best_rate: float           # highest batches/s measured within the worker cap
+    best_workers: int          # fewest measured workers within FLAT of best_rate
+    max_workers: int           # largest k the advice could take: the cap, or the largest measured
+    capped: bool               # the curve still rose at the cap (or kept up only above it)
+    never_keeps_up: bool       # the curve flattened below the target
+
+
+def rate_at(points: list[CurvePoint], workers: int) -> float:
+    """Batches/s at `workers`, linear between the measured points with k >= 1 (the curve's shape
+    between them is not known; linear is the plain guess and is exact at the measured points)."""
+    pts = sorted((p for p in points if p.workers >= 1), key=lambda p: p.workers)
+    for lo, hi in zip(pts, pts[1:]):
+        if lo.workers <= workers <= hi.workers:
+            share = (workers - lo.workers) / (hi.workers - lo.workers)
+            return lo.batches_per_s + share * (hi.batches_per_s - lo.batches_per_s)
+    return next(p.batches_per_s for p in pts if p.workers == workers)
+
+
+def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
+                   margin: float = CURVE_MARGIN) -> CurveChoice | None:
+    """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s.
+
+    When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
+    still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
+    and the advice is the fewest workers within FLAT of the best the cap allows. None when the curve
+    stops short of the cap (measured on fewer CPUs) while still rising: then only an estimate remains."""
+    target = margin / compute_s if compute_s > 0 else math.inf
+    positive = sorted((p for p in curve.points if p.workers >= 1), key=lambda p: p.workers)
+    top = min(worker_cap, positive[-1].workers) if positive else 0
+    ks = range(positive[0].workers, top + 1) if positive and positive[0].workers <= top else range(0)
+    rates = {k: rate_at(positive, k) for k in ks}
+    zero = curve.rate(0)
+    best = max([*rates.values(), zero or 0.0])
+    best_k = min([k for k, r in rates.items() if r >= (1 - FLAT) * best] or [0])
+    if zero is not None and compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1:
+        return CurveChoice(0, target, zero, best, best_k, top, False, False)
+    for k, rate in rates.items():
+        if rate >= target:
+            return CurveChoice(k, target, rate, best, best_k, top, False, False)
+    above = any(p.workers > top and p.batches_per_s >= target for p in positive)
+    rising = len(positive) >= 2 and positive[-1].batches_per_s > (1 + FLAT) * positive[-2].batches_per_s
+    if not above and positive and positive[-1].workers < worker_cap and (rising or len(positive) < 2):
+        return None  # measured on fewer CPUs than the next run may have, and still short: it cannot say
+    if above or (rising and positive[-1].workers <= worker_cap) or not rates:
+        return CurveChoice(top, target, rates.get(top), best, best_k, top, True, False)
+    return CurveChoice(best_k, target, rates.get(best_k, zero), best, best_k, top, False, True)
+
+
+def curve_to_dict(curve: LoaderCurve) -> dict:
+    return {**asdict(curve), "points": [asdict(p) for p in curve.points]}
+
+
+def write_curve(curve: LoaderCurve, path: Path) -> Path:
+    path.write_text(json.dumps(curve_to_dict(curve), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_curve(path: Path) -> LoaderCurve:
+    """A curve written by `write_curve`; ProfileError (one line, exit 2) for anything else."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        points = tuple(CurvePoint(int(p["workers"]), int(p["batches"]), float(p["seconds"]),
+                                  float(p["batches_per_s"])) for p in data["points"])
+        curve = LoaderCurve(points, int(data["cpus"]), data.get("batch_size"), bool(data.get("pin_memory")),
+                            str(data.get("where", "")))
+    except OSError as err:
+        raise ProfileError(f"cannot read the loader curve {path}: {err.strerror or err}") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise ProfileError(f"{path} is not a loader curve ({type(err).__name__}: {err})") from None
+    if not points or any(p.workers < 0 or p.batches_per_s < 0 for p in points):
+        raise ProfileError(f"{path} is not a loader curve (no points, or a negative one)")
+    return curve

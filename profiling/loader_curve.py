@@ -1,0 +1,239 @@
+"""Measure the loader curve: the script's own DataLoader timed alone with k workers, on the job's CPUs.
+
+Why measure: the profile sees only the main process, so without a curve the workers' speed is
+inferred from how long the loop waited, and the inference needs a fudge factor that a new machine
+breaks. Timing the real loader (same dataset, sampler, collate function, batch size, pin_memory)
+with k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds and no GPU, and gives what the workers can
+deliver: batches per second against k. `profiling.curve.choose_workers` turns it into advice.
+
+Two ways in, both through profiling.capture's hook on the script's DataLoaders:
+  * `profiling run` sets DLPROF_CURVE: the loader is measured when the profiled script exits
+    (after kernprof has its numbers, so the measurement never shows in the profile);
+  * `profiling loader -- SCRIPT ARGS` (this module's `main`) runs the script only until its first
+    loader has given a few batches, then measures it: the curve without training.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profiling import capture
+from profiling.cpu_rule import workers_for_cpus
+from profiling.curve import write_curve
+from profiling.records import CurvePoint, LoaderCurve
+
+CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot goes beside it
+SECONDS_VAR = "DLPROF_CURVE_SECONDS"
+SECONDS = 2.0        # per setting, after the first batch (worker start-up is left out)
+MAX_BATCHES = 1000   # per setting: a fast loader need not run its whole budget
+LADDER = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # about x1.5 apart
+
+
+@dataclass(frozen=True)
+class LoaderSpec:
+    """What a DataLoader is made of, without its workers: enough to build it again with any k."""
+
+    dataset: Any
+    batch_size: int | None
+    sampler: Any
+    batch_sampler: Any
+    collate_fn: Any
+    pin_memory: bool
+    drop_last: bool
+    worker_init_fn: Any
+    multiprocessing_context: Any
+    where: str = ""
+
+    def build(self, workers: int) -> Any:
+        from torch.utils.data import DataLoader, IterableDataset
+
+        options: dict[str, Any] = {"num_workers": workers, "collate_fn": self.collate_fn,
+                                   "pin_memory": self.pin_memory, "worker_init_fn": self.worker_init_fn}
+        if workers > 0 and self.multiprocessing_context is not None:
+            options["multiprocessing_context"] = self.multiprocessing_context
+        if isinstance(self.dataset, IterableDataset):
+            return DataLoader(self.dataset, batch_size=self.batch_size, drop_last=self.drop_last, **options)
+        if self.batch_size is None:  # the script passed its own batch_sampler
+            return DataLoader(self.dataset, batch_sampler=self.batch_sampler, **options)
+        return DataLoader(self.dataset, batch_size=self.batch_size, sampler=self.sampler,
+                          drop_last=self.drop_last, **options)
+
+
+def spec_of(loader: Any, where: str = "") -> LoaderSpec:
+    """The parts of a live DataLoader that decide how fast batches are built."""
+    import torch
+
+    return LoaderSpec(loader.dataset, loader.batch_size, loader.sampler, loader.batch_sampler, loader.collate_fn,
+                      bool(loader.pin_memory) and torch.cuda.is_available(), loader.drop_last,
+                      loader.worker_init_fn, loader.multiprocessing_context, where)
+
+
+def worker_ladder(cpus: int, gpus: int, pin_memory: bool | None = None) -> list[int]:
+    """k = 0, 1, 2, 3, 4, 6, 8, ... up to the most workers the CPU rule fits in `cpus`, and that most."""
+    top = max(workers_for_cpus(cpus, gpus, pin_memory), 1)
+    return sorted({k for k in LADDER if k <= top} | {top})
+
+
+def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
+                max_batches: int = MAX_BATCHES) -> CurvePoint | None:
+    """Batches per second with `workers` workers, the first batch (start-up) left out; None when the
+    loader has fewer than two batches."""
+    iterator = iter(spec.build(workers))
+    try:
+        next(iterator)
+        start, count = time.perf_counter(), 0
+        for _ in iterator:
+            count += 1
+            if count >= max_batches or time.perf_counter() - start >= seconds:
+                break
+        elapsed = time.perf_counter() - start
+    except StopIteration:
+        return None
+    finally:
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        del iterator
+    return CurvePoint(workers, count, round(elapsed, 6), count / elapsed) if count and elapsed > 0 else None
+
+
+def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: float = SECONDS,
+                  max_batches: int = MAX_BATCHES, log: Any = sys.stderr) -> LoaderCurve:
+    """Time the loader at each k in `workers`, one after the other, in this process's CPUs."""
+    points = []
+    for k in workers:
+        point = time_loader(spec, k, seconds, max_batches)
+        if point is not None:
+            points.append(point)
+            print(f"loader curve: num_workers={k}: {point.batches_per_s:.1f} batches/s "
+                  f"({point.batches} batches in {point.seconds:.2f} s)", file=log, flush=True)
+    return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where)
+
+
+def job_cpus() -> int:
+    """The CPUs this process may use (the job's): the affinity mask, never os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return 1
+
+
+def visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def write_outputs(curve: LoaderCurve, path: Path) -> list[Path]:
+    """The curve's JSON at `path` and its plot beside it (`.png`); the plot is skipped without matplotlib."""
+    written = [write_curve(curve, path)]
+    try:
+        from profiling.plots import plot_curve
+    except ImportError:
+        return written
+    written.append(plot_curve(curve, path.with_suffix(".png")))
+    return written
+
+
+class _CurveHook:
+    """Keeps the spec of each loader capture records, and measures the busiest one at exit."""
+
+    def __init__(self, path: Path, seconds: float) -> None:
+        self.path, self.seconds = path, seconds
+        self.specs: list[tuple[dict, LoaderSpec]] = []
+        self.capture: capture.Capture | None = None
+
+    def install(self) -> None:
+        record = capture.Capture.record
+        hook = self
+
+        def recording(cap: capture.Capture, loader: Any) -> dict:
+            entry = record(cap, loader)
+            hook.capture = cap
+            if entry["epochs"] == 1 and all(e is not entry for e, _ in hook.specs):
+                hook.specs.append((entry, spec_of(loader, entry.get("built_at", ""))))
+            return entry
+
+        capture.Capture.record = recording  # type: ignore[method-assign]
+        atexit.register(self.measure)  # after capture's writer (last in, first out): its record stays the script's
+
+    def measure(self) -> None:
+        if not self.specs or self.capture is None:
+            print("loader curve: the script iterated no DataLoader, so there is nothing to measure",
+                  file=sys.stderr)
+            return
+        cap = self.capture
+        seen, cap.max_batches, cap.set_workers = len(cap.loaders), None, None  # our loaders are not the script's
+        _, spec = max(self.specs, key=lambda pair: pair[0].get("batches") or 0)
+        gpus = visible_gpus()
+        cpus = job_cpus()
+        print(f"loader curve: timing the DataLoader built at {spec.where} alone, {self.seconds:g} s per "
+              f"setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
+        try:
+            curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds)
+            for written in write_outputs(curve, self.path):
+                print(f"loader curve: wrote {written}", file=sys.stderr)
+        except Exception as err:  # the script's run is done; a failed extra measurement must not hide it
+            print(f"loader curve: not measured: {type(err).__name__}: {err}", file=sys.stderr)
+        finally:
+            del cap.loaders[seen:]
+
+
+def install(environ: Mapping[str, str] | None = None) -> bool:
+    """Measure the loader curve at exit when DLPROF_CURVE names a file (needs capture installed too)."""
+    environ = os.environ if environ is None else environ
+    if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
+        return False
+    _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS)).install()
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m profiling.loader_curve SCRIPT ARGS`: run the script, hooked, until its loader has
+    given a few batches, then measure the curve (DLPROF_CURVE and DLPROF_LOADERS name the files)."""
+    install()
+    return capture.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def loader_command(args: Any) -> int:
+    """`profiling loader -- SCRIPT ARGS`: the script runs until its loader gave a few batches, then the
+    loader is timed alone at each k; writes `<stem>.curve.json` and `.png` into --output-dir."""
+    import json
+    import subprocess
+    import tempfile
+
+    from profiling.curve import read_curve
+    from profiling.records import ProfileError
+    from profiling.runner import output_stem, script_problem
+
+    problem = script_problem(args.command[0])
+    if problem:
+        raise ProfileError(problem)
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    curve = out_dir / f"{output_stem(args.command[0])}.curve.json"
+    curve.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**os.environ, capture.PATH_VAR: str(Path(scratch) / "loaders.json"), CURVE_VAR: str(curve),
+               SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches)}
+        code = subprocess.run([sys.executable, "-m", "profiling.loader_curve", *args.command], env=env).returncode
+    if not curve.is_file():
+        print(f"profiling loader: no curve measured (the script exited with code {code} before a DataLoader "
+              "gave a batch?)", file=sys.stderr)
+        return code or 1
+    measured = read_curve(curve)
+    print(json.dumps({"where": measured.where, "cpus": measured.cpus,
+                      "batches_per_s": {p.workers: round(p.batches_per_s, 1) for p in measured.points}}))
+    print(f"wrote {curve} and {curve.with_suffix('.png')}; the report of a profile with the same stem in this "
+          f"folder uses it, or pass it: python -m profiling report FILE.lprof --curve {curve}")
+    return 0

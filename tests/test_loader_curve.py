@@ -1,0 +1,226 @@
+"""Advice v2: the loader curve measured for real, advice from a curve, the labelled estimate of a bare
+.lprof, and the one CPU rule that the templates, the launcher, the lesson script, the checker, the
+sweep and the report share. CPU only."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from jobs.rules import check
+from jobs.script import parse_script
+from jobs.submit import with_workers
+from lprof_fixtures import TRAIN_SOURCE, train_timings, write_lprof
+from profiling.advice import ESTIMATE_FACTOR, advise
+from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
+from profiling.curve import CURVE_MARGIN, choose_workers, read_curve
+from profiling.facts import Environment
+from profiling.loader_curve import measure_curve, spec_of, worker_ladder, write_outputs
+from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
+from profiling.report import build_report
+from profiling.sweep import settings_for
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATES = ("tuned", "ddp-node", "ddp-node-torchrun", "ddp-nodes", "preemptible")
+
+
+class SlowSquares(Dataset):
+    """Each item costs a little CPU, so more workers deliver more batches per second."""
+
+    def __len__(self) -> int:
+        return 4096
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        x = torch.full((16,), float(i))
+        for _ in range(20):
+            x = x.sin() + 1
+        return x, i % 10
+
+
+# --------------------------------------------------------------------------- the curve, measured
+def test_curve_at_0_1_2_workers_is_measured_and_written(tmp_path):
+    loader = DataLoader(SlowSquares(), batch_size=32, shuffle=True)
+    curve = measure_curve(spec_of(loader, "here.py:1"), [0, 1, 2], cpus=2, seconds=0.3, max_batches=50)
+    assert [p.workers for p in curve.points] == [0, 1, 2]
+    assert all(p.batches >= 1 and p.batches_per_s > 0 for p in curve.points)
+    json_path, png = write_outputs(curve, tmp_path / "x.curve.json")
+    assert read_curve(json_path) == curve and json.loads(json_path.read_text())["where"] == "here.py:1"
+    assert mpimg.imread(png)[..., :3].std() > 0.05
+
+
+def test_the_ladder_goes_up_to_what_the_cpu_rule_fits():
+    assert worker_ladder(16, 1) == [0, 1, 2, 3, 4, 6, 8, 12, 14]  # 16 CPUs - 2 for the main process
+    assert worker_ladder(2, 0) == [0, 1] and worker_ladder(1, 1) == [0, 1]
+
+
+def test_profiling_loader_measures_a_script_it_never_trains(tmp_path):
+    """`profiling loader -- SCRIPT`: the script's own DataLoader (workers set in code) is timed alone."""
+    script = REPO / "tests" / "data" / "own_scripts" / "workers_in_code.py"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "profiling", "loader", "--output-dir", str(tmp_path),
+                           "--seconds", "0.3", "--", str(script)], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "epoch 0" not in done.stdout  # stopped after the loader's first batches: no training
+    curve = read_curve(tmp_path / "workers_in_code.curve.json")
+    assert curve.where.endswith("workers_in_code.py:9") and curve.batch_size == 32
+    assert [p.workers for p in curve.points][:2] == [0, 1]
+    assert (tmp_path / "workers_in_code.curve.png").stat().st_size > 0
+
+
+def test_a_broken_curve_file_is_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.curve.json"
+    bad.write_text('{"points": []}')
+    with pytest.raises(ProfileError, match="not a loader curve"):
+        read_curve(bad)
+
+
+# --------------------------------------------------------------------------- advice from a curve
+def _loop(wait_ms: float, compute_ms: float, batches: int = 500) -> LoopSummary:
+    return LoopSummary("m.py", "train", 10, batches, wait_ms * batches / 1e3, compute_ms * batches / 1e3, 1)
+
+
+def _curve(rates: dict[int, float], cpus: int = 16) -> LoaderCurve:
+    return LoaderCurve(tuple(CurvePoint(k, 100, 1.0, r) for k, r in rates.items()), cpus, 64, True)
+
+
+LINEAR = {0: 80, 1: 100, 2: 200, 4: 400, 8: 800, 14: 1400}  # 100 batches/s per worker
+FLAT = {0: 80, 1: 100, 2: 190, 4: 300, 8: 310, 14: 305}     # levels off at about 300
+CASES = [
+    # (name, curve, compute ms, CPUs, expected workers, expected rule)
+    ("keeps up at k", LINEAR, 2.0, 16, 7, "workers_from_curve"),         # 625 batches/s needs 6.25 -> 7
+    ("keeps up at 1", LINEAR, 20.0, 16, 1, "workers_from_curve"),        # 62.5 batches/s: one worker
+    ("never keeps up", FLAT, 1.0, 16, 4, "never_keeps_up"),              # 1250 needed, ~300 at best from 4
+    ("CPU-capped", LINEAR, 1.0, 6, 4, "capped_by_cpus"),                 # 1250 needed, 6 CPUs hold 4 workers
+    ("between measured k", LINEAR, 2.0, 8, 6, "capped_by_cpus"),         # 625 needed, 600 at k=6 (interpolated)
+    ("no workers needed", {0: 5000, 1: 4000, 2: 6000}, 10.0, 16, 0, "no_workers_needed"),
+]
+
+
+@pytest.mark.parametrize("name, rates, compute_ms, cpus, workers, rule", CASES, ids=[c[0] for c in CASES])
+def test_hand_made_curve_and_profile_give_the_expected_advice(name, rates, compute_ms, cpus, workers, rule):
+    advice = advise(_loop(9.0, compute_ms), JobFacts(cpus=cpus, gpus=1, num_workers=1), curve=_curve(rates))
+    assert advice.num_workers == workers and rule in advice.fired_rules, advice.reasons
+    assert advice.cpus_per_task == cpus_for_workers(workers, 1) <= max(cpus, 1)
+    assert advice.numbers.basis == "measured" and "estimate" not in advice.fired_rules
+    if rule == "workers_from_curve":  # the chosen k covers the margin, one fewer does not
+        target = CURVE_MARGIN * 1e3 / compute_ms
+        assert advice.numbers.chosen_rate >= target
+        one_fewer = choose_workers(_curve(rates), compute_ms / 1e3, worker_cap=workers - 1)
+        assert workers == 1 or (one_fewer.workers == workers - 1 and one_fewer.capped)
+
+
+def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():
+    one_cpu = _curve({0: 30, 1: 40}, cpus=1)  # a 1-CPU job's curve, read for a node with 8 cores per GPU
+    advice = advise(_loop(9.0, 2.0), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=8), curve=one_cpu)
+    assert advice.numbers.basis == "estimate" and {"curve_too_short", "estimate"} <= set(advice.fired_rules)
+    assert advice.num_workers == 6 and "never_keeps_up" not in advice.fired_rules  # ceil(1.5 x 5.5) = 9, capped
+
+
+def test_a_curve_can_ask_for_fewer_workers_than_a_compute_bound_run_used():
+    """A run at 12 workers that never waited: the curve says 3 suffice, and frees 9 CPUs."""
+    advice = advise(_loop(0.05, 5.0), JobFacts(cpus=16, gpus=1, num_workers=12), curve=_curve(LINEAR))
+    assert advice.num_workers == 3 and "compute_bound" in advice.fired_rules  # 250 batches/s needed
+
+
+# --------------------------------------------------------------------------- a bare .lprof: the estimate
+def test_bare_lprof_of_the_seeds_shape_is_an_estimate_between_the_average_and_one_and_a_half(tmp_path):
+    # The seed workshop's table: 84.5 % on the loader line, 9.28 ms wait, 1.70 ms compute, 1 worker.
+    (tmp_path / "train.py").write_text(TRAIN_SOURCE)
+    ms = {"wait": 9.28, "copy": 0.1, "zero": 0.1, "forward": 0.4, "loss": 0.05, "backward": 0.7, "step": 0.344}
+    lprof = write_lprof(tmp_path / "train.lprof", train_timings(938, ms, ticks_per_ms=1e6), 1e-9)
+    report = build_report(lprof, cpus=16, gpus=1, num_workers=1, environment=Environment(env={}, affinity=16))
+    loop, advice = report.loop, report.advice
+    assert loop.wait_fraction == pytest.approx(0.845, abs=0.002)
+    assert 1e3 * loop.compute_per_batch == pytest.approx(1.70, abs=0.01)
+    average = 1 * (loop.wait_per_batch + loop.compute_per_batch) / loop.compute_per_batch  # about 6.46
+    assert average <= advice.num_workers <= ESTIMATE_FACTOR * average + 1
+    assert (advice.num_workers, advice.cpus_per_task) == (10, 12)  # v1 advised 13 and 15
+    assert advice.numbers.basis == "estimate" and "estimate" in advice.fired_rules
+    said = " ".join(advice.reasons)
+    assert "ESTIMATE" in said and "python -m profiling loader -- SCRIPT ARGS" in said
+    assert "ESTIMATE" in report_text(report)
+
+
+def report_text(report) -> str:
+    from profiling.render import render
+
+    return render(report, "text")
+
+
+def test_the_curve_beside_a_profile_turns_the_estimate_into_a_measurement(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN_SOURCE)
+    ms = {"wait": 9.28, "copy": 0.1, "zero": 0.1, "forward": 0.4, "loss": 0.05, "backward": 0.7, "step": 0.344}
+    lprof = write_lprof(tmp_path / "train.lprof", train_timings(938, ms, ticks_per_ms=1e6), 1e-9)
+    write_outputs(_curve(LINEAR), tmp_path / "train.curve.json")
+    report = build_report(lprof, cpus=16, gpus=1, num_workers=1, environment=Environment(env={}, affinity=16))
+    assert report.curve is not None and report.advice.numbers.basis == "measured"
+    assert report.advice.num_workers == 8  # 1.25 x 588 batches/s = 735 -> 8 workers at 100 each
+    assert "Loader curve" in report_text(report)
+
+
+# --------------------------------------------------------------------------- one CPU rule, everywhere
+def template_workers(cpus: int, gpus: int) -> int:
+    """What the templates compute: job.sh's dlkit_workers, run by bash."""
+    function = subprocess.run(["sed", "-n", "/^dlkit_workers()/,/^}/p", str(REPO / "jobs/lib/job.sh")],
+                              capture_output=True, text=True, check=True).stdout
+    shim = REPO / ".venv" / "bin" if (REPO / ".venv" / "bin" / "python").exists() else Path(sys.executable).parent
+    done = subprocess.run(["bash", "-c", f'{function}\ndlkit_workers {cpus} {gpus}'], capture_output=True, text=True,
+                          check=True, env={**os.environ, "DLKIT_ROOT": str(REPO),
+                                           "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"})
+    return int(done.stdout)
+
+
+def test_every_template_takes_its_workers_from_the_rule():
+    for name in TEMPLATES:
+        text = (REPO / "jobs" / "templates" / f"{name}.sbatch").read_text()
+        assert "dlkit_workers" in text and "SLURM_CPUS_PER_TASK - " not in text and "gpus - 1" not in text, name
+
+
+@pytest.mark.parametrize("cpus", [1, 2, 3, 4, 8, 16])
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_template_launcher_lesson_script_checker_sweep_and_report_agree(cpus, gpus, monkeypatch):
+    import mnist_classify
+
+    workers = workers_for_cpus(cpus, gpus)
+    assert workers == max(cpus - main_process_cpus(gpus), 0) == template_workers(cpus, gpus)
+    assert with_workers([], cpus, gpus) == ["--num-workers", str(workers)]
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", str(cpus))
+    assert mnist_classify.resolve_num_workers("auto", gpus) == workers
+    # the report: a loop that could use any number of workers is given exactly this many for `cpus`
+    advice = advise(_loop(100.0, 1.0), JobFacts(cpus=cpus, gpus=gpus, num_workers=1))
+    assert advice.num_workers == workers
+    if workers:
+        assert advice.cpus_per_task == cpus == cpus_for_workers(workers, gpus)
+        # the sweep asks the same CPUs for these workers; the checker accepts them, and refuses one fewer
+        [setting] = settings_for(["train.py"], [workers], Path("/tmp"), gpus)
+        assert setting.cpus == cpus
+        gres = "#SBATCH --gres=gpu:1\n" if gpus else ""
+        job = f"#!/bin/bash\n#SBATCH --cpus-per-task={cpus}\n{gres}python train.py --num-workers {workers}\n"
+        assert "cpus-for-workers" not in [f.rule for f in check(parse_script(job, "j.sbatch"))]
+        short = job.replace(f"--cpus-per-task={cpus}", f"--cpus-per-task={cpus - 1}")
+        assert "cpus-for-workers" in [f.rule for f in check(parse_script(short, "j.sbatch"))]
+
+
+# --------------------------------------------------------------------------- a CPU-heavy workload
+def test_heavy_augmentation_transforms_training_images_only(tmp_path, capsys):
+    import mnist_classify
+
+    args = mnist_classify.parse_args(["--synthetic", "--data-dir", str(tmp_path), "--train-samples", "64",
+                                      "--test-samples", "32", "--augment", "heavy"])
+    train_ds, test_ds = mnist_classify.load_datasets(args)
+    train_set, test_set = (getattr(ds, "dataset", ds) for ds in (train_ds, test_ds))  # a Subset or the set
+    names = [type(t).__name__ for t in train_set.transform.transforms]
+    assert names[:2] == ["RandomAffine", "ColorJitter"] and "RandomAffine" not in str(test_set.transform)
+    image, _ = train_ds[0]
+    assert image.shape == (1, 28, 28)
+    with pytest.raises(SystemExit) as refused:
+        mnist_classify.parse_args(["--augment", "heavy", "--gpu-resident"])
+    assert refused.value.code == 2 and "--gpu-resident has no DataLoader" in capsys.readouterr().err
