@@ -123,9 +123,12 @@ def _nvml_gpus() -> int | None:
 
 def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int | None = None,
               cores_per_gpu: int | None = None, meta: Mapping[str, Any] | None = None,
-              environment: Environment | None = None) -> JobFacts:
-    """Merge flags, run metadata and the environment into the facts the advice is computed from."""
+              environment: Environment | None = None, loader: Mapping[str, Any] | None = None) -> JobFacts:
+    """Merge flags, the script's own DataLoader (`profiling.capture`), run metadata and the environment
+    into the facts the advice is computed from."""
     meta = meta or {}
+    loader = loader or {}
+    built_at = loader.get("built_at")
     environment = environment or Environment()
     said: list[str] = []
 
@@ -142,7 +145,9 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     cpus = pick("CPUs", (cpus, "--cpus"), (meta.get("cpus"), "the run's metadata"), (env_cpus, env_cpus_from))
     gpus = pick("GPUs", (gpus, "--gpus"), (meta.get("gpus"), "the run's metadata"), (env_gpus, env_gpus_from),
                 (environment.nvml_gpus, "the NVIDIA driver"))
-    num_workers = pick("num_workers", (num_workers, "--num-workers"), (meta.get("num_workers"), "the run's metadata"))
+    num_workers = pick("num_workers", (num_workers, "--num-workers"),
+                       (loader.get("num_workers"), f"the script's DataLoader ({built_at})"),
+                       (meta.get("num_workers"), "the run's metadata"))
     cores_per_gpu = pick("cores per GPU", (cores_per_gpu, "--cores-per-gpu"),
                          (meta.get("cores_per_gpu"), "the run's metadata"),
                          (cores_per_gpu_of(environment.node_text), "scontrol show node"))
@@ -155,7 +160,11 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     in_job = bool(environment.env.get("SLURM_JOB_ID") or (meta.get("slurm") or {}).get("SLURM_JOB_ID"))
     requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
     argv = [str(a) for a in meta.get("argv", [])]  # the profiled run's own arguments, recorded by `run`
+    pin_memory, persistent = loader.get("pin_memory"), loader.get("persistent_workers")
     return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
-                    pin_memory=switch(argv, "--pin-memory", "--no-pin-memory"),
-                    persistent_workers=switch(argv, "--persistent-workers"))
+                    pin_memory=pin_memory if isinstance(pin_memory, bool)
+                    else switch(argv, "--pin-memory", "--no-pin-memory"),
+                    persistent_workers=persistent if isinstance(persistent, bool)
+                    else switch(argv, "--persistent-workers"),
+                    loader_at=built_at if isinstance(built_at, str) else None)

@@ -28,6 +28,9 @@ def stop_line_tracing() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     os.register_at_fork(after_in_child=stop_line_tracing)
+    from profiling.capture import install
+
+    install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
     import kernprof  # imported late: only the child process needs line_profiler
 
     return kernprof.main(sys.argv[1:] if argv is None else argv) or 0

@@ -59,6 +59,7 @@ class JobFacts:
     requested: bool = False         # `cpus` is what the job asked for (Slurm or --cpus), not just a machine's size
     pin_memory: bool | None = None  # the run's --pin-memory / --no-pin-memory; None when it did not say
     persistent_workers: bool | None = None  # the run's --persistent-workers; None when it did not say
+    loader_at: str | None = None    # file:line where the script built the loop's DataLoader (profiling.capture)
 
 
 Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the run / an extra suggestion

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from profiling.advice import advise
+from profiling.capture import loader_for_loop, read_loaders
 from profiling.lprof import load_lprof
 from profiling.phases import classify_lines, phase_summary, training_loop
 from profiling.records import ProfileError, Report
@@ -85,8 +86,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources)
     loop = training_loop(table, loops)
+    loader = loader_for_loop(read_loaders(sibling(lprof_path, ".loaders.json")),
+                             loop.file if loop else None, loop.header_line if loop else None)
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
-                      environment=environment if environment is not None else read_environment(meta))
+                      environment=environment if environment is not None else read_environment(meta), loader=loader)
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     if loop is None:

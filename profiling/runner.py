@@ -18,6 +18,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from profiling import capture
 from profiling.argv import flag_value
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
@@ -107,7 +108,7 @@ def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
             script, *args]
 
 
-def kernprof_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+def kernprof_environment(environ: dict[str, str] | None = None, loaders: Path | None = None) -> dict[str, str]:
     """The child's environment: line_profiler's legacy tracer unless the user chose a core.
 
     Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for
@@ -116,6 +117,8 @@ def kernprof_environment(environ: dict[str, str] | None = None) -> dict[str, str
     """
     env = dict(os.environ if environ is None else environ)
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
+    if loaders is not None:  # profiling.capture records the script's DataLoaders there
+        env[capture.PATH_VAR] = str(loaders)
     return env
 
 
@@ -136,7 +139,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     workers, workers_source = script_num_workers(Path(script), script_args, cpus)
     if num_workers is not None:
         workers, workers_source = num_workers, "dlprof run --num-workers"
-    for stale in (lprof, out_dir / f"{stem}.samples.csv"):  # never report a previous run's results
+    loaders = out_dir / f"{stem}.loaders.json"
+    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders):  # never report a previous run's results
         stale.unlink(missing_ok=True)
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
@@ -150,7 +154,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     }
     started = datetime.now(timezone.utc)
     sampler = None
-    child_env = kernprof_environment()
+    child_env = kernprof_environment(loaders=loaders)
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     with subprocess.Popen(meta["command"], env=child_env) as child:
         try:
@@ -196,10 +200,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
         return code if code != 0 else 1
     written = [lprof, out_dir / f"{stem}.meta.json"]
+    if (out_dir / f"{stem}.loaders.json").is_file():
+        written.append(out_dir / f"{stem}.loaders.json")
     if sampler is not None:  # beside the .lprof, where build_report (and a later `report`) finds it
         written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
     try:
-        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=meta["num_workers"],
+        report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
     except ProfileError as err:
         print(f"dlprof run: error: {err}", file=sys.stderr)

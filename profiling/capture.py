@@ -1,0 +1,219 @@
+"""The DataLoaders a script really iterates, recorded from inside the profiled process.
+
+Why: a training script sets its workers in code, through `-j`, `--workers` or a config file; reading
+its arguments guesses, and a guess sent the advice down the wrong branch ("1 worker delivered...")
+for a run that used 0. Here `torch.utils.data.DataLoader` is wrapped when the script imports it, so
+every loader it iterates reports its own settings and the `file:line` where the script built it.
+
+The same hook can also set the workers of every loader (`DLPROF_SET_WORKERS`, for `sweep`: no flag
+needed in the script) and stop the script cleanly after a number of batches (`DLPROF_MAX_BATCHES`),
+counting each loader's own batches so that throughput needs no help from the script.
+
+Written as JSON (`DLPROF_LOADERS`, the path) when the process exits, Ctrl-C included:
+  {"version": 1, "stopped_after": N or null,
+   "loaders": [{"built_at": "train.py:57", "iterated_at": "train.py:80", "num_workers": 4, ...}]}
+
+Installed by `profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT
+ARGS` (a plain run, for `sweep`). torch is imported by the script, never by this module.
+"""
+from __future__ import annotations
+
+import atexit
+import importlib.abc
+import importlib.util
+import inspect
+import json
+import os
+import runpy
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+PATH_VAR = "DLPROF_LOADERS"         # where to write the record
+WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
+BATCHES_VAR = "DLPROF_MAX_BATCHES"  # stop the script after this many batches of one loader
+TARGET = "torch.utils.data.dataloader"
+SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
+
+
+class Capture:
+    """The loaders seen so far, and what to do to them; one per process."""
+
+    def __init__(self, path: Path, set_workers: int | None = None, max_batches: int | None = None) -> None:
+        self.path, self.set_workers, self.max_batches = path, set_workers, max_batches
+        self.loaders: list[dict[str, Any]] = []
+        self.stopped_after: int | None = None
+        self.pid = os.getpid()
+        self._skip = {os.path.dirname(os.path.abspath(__file__))}
+
+    def caller(self) -> str:
+        """file:line of the first frame outside torch and this module: the script's own line."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = os.path.abspath(frame.f_code.co_filename)
+            if not any(name.startswith(skip + os.sep) for skip in self._skip):
+                return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            frame = frame.f_back
+        return "?"
+
+    def record(self, loader: Any) -> dict[str, Any]:
+        """The loader's entry, made the first time it is iterated."""
+        entry = getattr(loader, "_dlprof_entry", None)
+        if entry is None:
+            try:
+                length = len(loader.dataset)
+            except TypeError:  # an IterableDataset has no length
+                length = None
+            entry = {"built_at": getattr(loader, "_dlprof_built_at", "?"), "iterated_at": self.caller(),
+                     **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
+                     "dataset": type(loader.dataset).__name__, "epochs": 0, "batches": 0,
+                     "first_batch_s": None, "last_batch_s": None}
+            if self.set_workers is not None:
+                entry["workers_set_by"] = WORKERS_VAR
+            object.__setattr__(loader, "_dlprof_entry", entry)
+            self.loaders.append(entry)
+        entry["epochs"] += 1
+        return entry
+
+    def batch(self, entry: dict[str, Any]) -> None:
+        """Count one batch; after `max_batches` of one loader, stop the script (exit 0)."""
+        now = time.perf_counter()
+        entry["batches"] += 1
+        if entry["first_batch_s"] is None:
+            entry["first_batch_s"] = now
+        entry["last_batch_s"] = now
+        if self.max_batches and entry["batches"] >= self.max_batches:
+            self.stopped_after = entry["batches"]
+            raise SystemExit(0)
+
+    def write(self) -> None:
+        if os.getpid() != self.pid:  # a forked worker must not overwrite the parent's record
+            return
+        record = {"version": 1, "stopped_after": self.stopped_after, "set_workers": self.set_workers,
+                  "loaders": self.loaders}
+        self.path.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+
+    def patch(self, module: Any) -> None:
+        """Wrap DataLoader.__init__ (where built, forced workers), __iter__ and the iterators' __next__."""
+        loader_class, iter_class = module.DataLoader, module._BaseDataLoaderIter
+        self._skip.add(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(module.__file__)))))
+        init, iterate, advance = loader_class.__init__, loader_class.__iter__, iter_class.__next__
+        signature = inspect.signature(init)
+        capture = self
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            object.__setattr__(self, "_dlprof_built_at", capture.caller())
+            if capture.set_workers is not None:
+                bound = signature.bind(self, *args, **kwargs)
+                bound.arguments["num_workers"] = capture.set_workers
+                if capture.set_workers == 0:  # torch refuses these without workers
+                    bound.arguments["persistent_workers"] = False
+                    bound.arguments["prefetch_factor"] = None
+                args, kwargs = bound.args[1:], bound.kwargs
+            init(self, *args, **kwargs)
+
+        def __iter__(self: Any) -> Any:
+            entry = capture.record(self)
+            iterator = iterate(self)
+            object.__setattr__(iterator, "_dlprof_entry", entry)
+            return iterator
+
+        def __next__(self: Any) -> Any:
+            item = advance(self)
+            entry = getattr(self, "_dlprof_entry", None)
+            if entry is not None:
+                capture.batch(entry)
+            return item
+
+        loader_class.__init__, loader_class.__iter__, iter_class.__next__ = __init__, __iter__, __next__
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patches torch's dataloader module right after the script imports it (never imports torch itself)."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != TARGET:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run_module(module)
+            self.capture.patch(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.strip().isdigit() else None
+
+
+def install(environ: Mapping[str, str] | None = None) -> Capture | None:
+    """Install the hook when `DLPROF_LOADERS` names a file; a no-op otherwise."""
+    environ = os.environ if environ is None else environ
+    if not environ.get(PATH_VAR):
+        return None
+    capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)))
+    if TARGET in sys.modules:
+        capture.patch(sys.modules[TARGET])
+    else:
+        sys.meta_path.insert(0, _PatchOnImport(capture))
+    atexit.register(capture.write)
+    return capture
+
+
+def read_loaders(path: Path) -> list[dict[str, Any]]:
+    """The loaders recorded in `path` ([] when it is missing or unreadable: a bare .lprof)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    loaders = record.get("loaders") if isinstance(record, dict) else None
+    return [entry for entry in loaders or [] if isinstance(entry, dict)]
+
+
+def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None,
+                    line: int | None = None) -> Mapping[str, Any] | None:
+    """The loader a training loop iterates: the one iterated at the loop's header, else the busiest."""
+    if not loaders:
+        return None
+    if file is not None and line is not None:
+        for entry in loaders:
+            where, _, number = str(entry.get("iterated_at", "")).rpartition(":")
+            if number == str(line) and os.path.basename(where) == os.path.basename(file):
+                return entry
+    return max(loaders, key=lambda entry: entry.get("batches") or 0)
+
+
+def batches_per_second(entry: Mapping[str, Any]) -> float | None:
+    """The loop's rate from the loader's own batches, leaving out the first (worker start-up)."""
+    batches, first, last = entry.get("batches") or 0, entry.get("first_batch_s"), entry.get("last_batch_s")
+    if batches < 2 or first is None or last is None or last <= first:
+        return None
+    return (batches - 1) / (last - first)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m profiling.capture SCRIPT ARGS`: run a script as `python SCRIPT ARGS` would, hooked."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print("usage: python -m profiling.capture SCRIPT [ARGS...]", file=sys.stderr)
+        return 2
+    install()
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+    runpy.run_path(argv[0], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

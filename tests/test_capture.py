@@ -1,0 +1,59 @@
+"""profiling.capture: the DataLoaders a script really iterates, recorded from inside its process."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from profiling.capture import BATCHES_VAR, PATH_VAR, WORKERS_VAR, batches_per_second, loader_for_loop, read_loaders
+from profiling.facts import Environment, job_facts
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "tests" / "data" / "own_scripts" / "workers_in_code.py"
+
+
+def _captured(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path / "loaders.json"
+    environ = {**os.environ, "PYTHONPATH": str(REPO), PATH_VAR: str(out), **env}
+    done = subprocess.run([sys.executable, "-m", "profiling.capture", str(SCRIPT)], env=environ,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return done, json.loads(out.read_text())
+
+
+def test_records_the_loader_the_script_built(tmp_path):
+    done, record = _captured(tmp_path)
+    assert done.returncode == 0, done.stderr
+    [loader] = record["loaders"]
+    assert loader["built_at"].endswith("workers_in_code.py:9")      # the DataLoader(...) line
+    assert loader["iterated_at"].endswith("workers_in_code.py:13")  # the `for x, y in loader` line
+    assert (loader["num_workers"], loader["batch_size"], loader["persistent_workers"]) == (2, 32, True)
+    assert (loader["pin_memory"], loader["prefetch_factor"], loader["dataset_length"]) == (False, 2, 256)
+    assert (loader["epochs"], loader["batches"]) == (2, 16)
+    assert record["stopped_after"] is None and batches_per_second(loader) > 0
+
+
+def test_sets_the_workers_and_stops_cleanly(tmp_path):
+    done, record = _captured(tmp_path, **{WORKERS_VAR: "0", BATCHES_VAR: "3"})
+    assert done.returncode == 0, done.stderr
+    assert "epoch 0" not in done.stdout  # stopped inside the first epoch
+    [loader] = record["loaders"]
+    assert (loader["num_workers"], loader["persistent_workers"], loader["batches"]) == (0, False, 3)
+    assert record["stopped_after"] == 3
+
+
+def test_the_loop_gets_its_own_loader_and_the_facts_use_it(tmp_path):
+    train = {"built_at": "t.py:5", "iterated_at": "t.py:20", "num_workers": 3, "batches": 10,
+             "pin_memory": True, "persistent_workers": False}
+    val = {"built_at": "t.py:6", "iterated_at": "t.py:30", "num_workers": 0, "batches": 50}
+    assert loader_for_loop([train, val], "/abs/t.py", 20) is train
+    assert loader_for_loop([train, val], "t.py", 99) is val   # no match: the busiest loader
+    assert loader_for_loop([]) is None
+    facts = job_facts(cpus=4, gpus=1, environment=Environment(), loader=train, meta={"num_workers": 1})
+    assert (facts.num_workers, facts.pin_memory, facts.persistent_workers) == (3, True, False)
+    assert facts.loader_at == "t.py:5"
+    assert "the script's DataLoader (t.py:5)" in facts.source
+    assert job_facts(cpus=4, num_workers=5, environment=Environment(), loader=train).num_workers == 5
+    (tmp_path / "bad.json").write_text("{not json")
+    assert read_loaders(tmp_path / "bad.json") == [] and read_loaders(tmp_path / "missing.json") == []
