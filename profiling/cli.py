@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_OneLineParser)
     verbs.required = True
 
-    run = verbs.add_parser("run", help="run SCRIPT under kernprof -l, then write the report next to the .lprof")
+    run = verbs.add_parser("run", help="profile SCRIPT (unmodified, or only its @profile functions), "
+                                       "then write the report")
     run.add_argument("--output-dir", type=Path, default=Path("."),
                      help="where the .lprof, .meta.json and report files go (created if missing)")
     run.add_argument("--sample-gpu", action="store_true",
@@ -80,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-interval", type=float, default=1.0, help="seconds between samples")
     run.add_argument("--num-workers", type=_non_negative_int, default=None,
                      help="the script's DataLoader workers, if it cannot be read from its arguments")
+    run.add_argument("--module", action="append", default=[], metavar="NAME",
+                     help="also profile this module of your own (import name or path), for a training loop "
+                          "that lives outside the script; repeat for more")
     run.add_argument("--formats", default="text,md,html,json,csv",
                      help="report files to write, comma-separated from: " + ",".join(FORMATS))
     _add_job_flags(run)

@@ -60,6 +60,8 @@ class JobFacts:
     pin_memory: bool | None = None  # the run's --pin-memory / --no-pin-memory; None when it did not say
     persistent_workers: bool | None = None  # the run's --persistent-workers; None when it did not say
     loader_at: str | None = None    # file:line where the script built the loop's DataLoader (profiling.capture)
+    workers_flag: str | None = None  # the script's own option for workers (-j/--workers/--num-workers...)
+    kit_script: bool = False        # one of this kit's scripts, whose own flags the hints may name
 
 
 Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the run / an extra suggestion

@@ -82,7 +82,7 @@ def render_text(report: Report) -> str:
     out += _text_table(PHASE_HEADER, _phase_rows(report))
     out += ["", "ADVICE", "  " + _advice_head(report)[0]]
     if report.advice.edits:
-        out += ["  Exact edits (in the job script):"] + [f"    {e}" for e in report.advice.edits]
+        out += ["  Exact edits (job script, then training script):"] + [f"    {e}" for e in report.advice.edits]
     out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons]
     for title, items in _advice_lists(report):
         out += [f"  {title}:"] + [f"  - {r}" for r in items]
@@ -104,7 +104,7 @@ def render_markdown(report: Report) -> str:
     out += [line.strip() + "  " for line in _loop_lines(report)]
     out += ["", "## Advice", "", "**" + _advice_head(report)[0] + "**", ""]
     if report.advice.edits:
-        out += ["Exact edits in the job script:", "", "```bash", *report.advice.edits, "```", ""]
+        out += ["Exact edits (job script, then training script):", "", "```bash", *report.advice.edits, "```", ""]
     out += [f"- {r}" for r in report.advice.reasons]
     for title, items in _advice_lists(report):
         out += ["", f"**{title}:**", ""] + [f"- {r}" for r in items]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -16,6 +17,7 @@ import pandas as pd
 from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders
 from profiling.lprof import load_lprof
+from profiling.precheck import worker_flag
 from profiling.phases import classify_lines, phase_summary, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -30,6 +32,8 @@ CUDA_CAVEAT = (
 WORKER_NOTE = (
     "line_profiler records only the main process: with num_workers > 0 the time workers spend "
     "building batches does not appear, only the main process's wait for them (the loop header).")
+
+KIT_ROOT = Path(__file__).resolve().parents[1]  # this kit's own scripts (not its tests' fixtures)
 
 # File name of each format written next to the .lprof.
 SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "csv": ".lines.csv",
@@ -72,6 +76,15 @@ def read_samples(lprof: Path) -> tuple[pd.DataFrame | None, list[str]]:
         return None, [f"ignored {path.name}: {type(err).__name__}"]
 
 
+def profiled_script(meta: dict[str, Any]) -> Path | None:
+    """The script `run` profiled, as a resolved path, when the metadata names one that still exists."""
+    argv = meta.get("argv") or []
+    if not argv or not isinstance(argv[0], str):
+        return None
+    path = Path(meta.get("cwd") or ".", argv[0]).resolve()
+    return path if path.is_file() else None
+
+
 def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | None = None,
                  num_workers: int | None = None, source_root: str | Path | None = None,
                  cores_per_gpu: int | None = None, environment: Environment | None = None) -> Report:
@@ -90,6 +103,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                              loop.file if loop else None, loop.header_line if loop else None)
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
+    script = profiled_script(meta)
+    if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
+        facts = replace(facts, workers_flag=worker_flag(script), kit_script=KIT_ROOT in script.parents
+                        and "tests" not in script.relative_to(KIT_ROOT).parts)
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     if loop is None:
@@ -100,7 +117,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         if len(others):
             notes.append(f"phases cover {loop.function}() only; {others['function'].nunique()} other profiled "
                          f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
-    notes += [CUDA_CAVEAT, WORKER_NOTE]
+    notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
+    notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
                   advice=advise(loop, facts), notes=notes, meta=meta, samples=samples, loop=loop)
 

@@ -15,11 +15,13 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from profiling import capture
 from profiling.argv import flag_value
+from profiling.precheck import unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
@@ -99,12 +101,28 @@ def script_num_workers(script: Path, args: list[str], cpus: int) -> tuple[int | 
         return None, f"unknown ({source} is {value!r})"
 
 
-def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
+def has_profile_decorator(script: Path) -> bool:
+    """True when the script marks a function with `@profile` itself (then only that is profiled)."""
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(d, ast.Name) and d.id == "profile" or isinstance(d, ast.Attribute) and d.attr == "profile"
+               for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               for d in node.decorator_list)
+
+
+def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
     """kernprof line-by-line, ignoring any config file, writing exactly `lprof`.
 
-    It goes through `profiling.kernprof_entry`, which keeps forked DataLoader workers untraced.
+    A script without `@profile` is profiled whole, with line_profiler's own auto-profiling
+    (`-p SCRIPT`): no edit needed. `modules` (`run --module`) adds the user's own modules, for a
+    loop that lives in their package. It goes through `profiling.kernprof_entry`, which keeps
+    forked DataLoader workers untraced and records the script's DataLoaders.
     """
-    return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", "-o", str(lprof),
+    targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
+    auto = [arg for target in targets for arg in ("-p", target)]
+    return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", *auto, "-o", str(lprof),
             script, *args]
 
 
@@ -127,7 +145,7 @@ def _now() -> str:
 
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
-                 num_workers: int | None = None) -> tuple[int, dict, "Sampler | None"]:
+                 num_workers: int | None = None, modules: Sequence[str] = ()) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
@@ -144,7 +162,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
         stale.unlink(missing_ok=True)
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
-        "command": kernprof_command(script, script_args, lprof), "cwd": os.getcwd(),
+        "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
         "hostname": socket.gethostname(), "python": sys.executable,
         "num_workers": workers, "num_workers_source": workers_source,
         "cpus": cpus, "gpus": machine.nvml_gpus if gpus is None else gpus,
@@ -187,12 +205,14 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.render import render
     from profiling.report import build_report, write_report
 
-    problem = script_problem(args.command[0])
+    script, modules = args.command[0], getattr(args, "module", None) or ()
+    problem = script_problem(script) or unreachable_loop(script, modules, has_profile_decorator(Path(script)))
     if problem:
         raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
-                                       getattr(args, "sample_interval", 1.0), args.num_workers)
+                                       getattr(args, "sample_interval", 1.0), args.num_workers,
+                                       getattr(args, "module", None) or ())
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code != 0:
         print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
