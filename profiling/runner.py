@@ -192,12 +192,17 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     return code, meta, sampler
 
 
+EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
+
+
 def _wait(child: subprocess.Popen) -> int:
-    """Wait for the child; on Ctrl-C (which the child also gets) wait for it to write its profile."""
+    """Wait for the child; on Ctrl-C (which the child also gets) wait for it to write its profile,
+    then exit as an interrupted command does (130), whatever code kernprof chose."""
     try:
         return child.wait()
     except KeyboardInterrupt:
-        return child.wait()
+        child.wait()
+        return EXIT_INTERRUPTED
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -214,7 +219,9 @@ def run_command(args: argparse.Namespace) -> int:
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "module", None) or ())
     stem, lprof = meta["stem"], Path(meta["lprof"])
-    if code != 0:
+    if code == EXIT_INTERRUPTED:
+        print("dlprof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)
+    elif code != 0:
         print(f"dlprof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():
         print(f"dlprof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
@@ -228,8 +235,14 @@ def run_command(args: argparse.Namespace) -> int:
         report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
     except ProfileError as err:
-        print(f"dlprof run: error: {err}", file=sys.stderr)
+        if code != 0 and "profile is empty" in str(err):  # it stopped before its loop (an argument error...)
+            print("dlprof run: the script stopped before any profiled line ran; nothing to report", file=sys.stderr)
+        else:
+            print(f"dlprof run: error: {err}", file=sys.stderr)
         return code if code != 0 else 2
+    if report.loop is None and code not in (0, EXIT_INTERRUPTED):  # e.g. its own argument error
+        print("dlprof run: the script stopped before its training loop; no report", file=sys.stderr)
+        return code
     formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
     written += write_report(report, out_dir, stem, formats)
     print(render(report, "text"))

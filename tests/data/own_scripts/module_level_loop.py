@@ -10,3 +10,4 @@ for x, y in loader:
     opt.zero_grad()
     nn.functional.mse_loss(model(x), y).backward()
     opt.step()
+print("trained")
