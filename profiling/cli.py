@@ -117,10 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--gpus", type=_non_negative_int, default=None, help="GPUs per job (with --slurm)")
     sweep.add_argument("--time-min", type=_non_negative_int, default=30, help="time limit per job in minutes")
     sweep.add_argument("--repeats", type=_non_negative_int, default=1, help="runs per setting (the best is kept)")
+    sweep.add_argument("--batches", type=_non_negative_int, default=200,
+                       help="batches per setting for a script without --metrics-json: then it is stopped "
+                            "(default: 200)")
     sweep.add_argument("--lprof", type=Path, default=None,
                        help="a profile of the same script, to set the model's advice beside the sweep")
     sweep.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
-                       help="the training script and its arguments (it must accept --num-workers)")
+                       help="the training script and its arguments (no flag needed: the workers are set "
+                            "on its DataLoaders)")
     return parser
 
 

@@ -108,3 +108,24 @@ def test_ctrl_c_exits_130_with_the_report_written(tmp_path, repo):
     assert wrapper.returncode == 130, err
     assert "interrupted" in err and (tmp_path / "loader_in_helper.report.txt").is_file()
     assert "Training loop:" in out
+
+
+@pytest.mark.slow
+def test_sweep_of_a_script_without_a_worker_flag(tmp_path, repo):
+    """Workers set through the hook, throughput from the loader's own batches, a bounded run each."""
+    import json
+
+    script = OWN / "workers_in_code.py"  # num_workers=2 in code, no flag at all
+    done = dlprof(repo, "sweep", "--workers", "0,1", "--batches", "6", "--output-dir", str(tmp_path / "sw"),
+                  "--", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    rows = {row["workers"]: row for row in result["results"]}
+    assert {0, 1} <= set(rows) and all(row["status"] == "ok" and row["images_per_sec"] > 0 for row in rows.values())
+    assert result["knee"] in rows and result["advice"] is not None
+    for workers in (0, 1):
+        [loader] = json.loads((tmp_path / "sw" / f"w{workers}" / "loaders.json").read_text())["loaders"]
+        assert loader["num_workers"] == workers and loader["batches"] == 6  # set by the hook, then stopped
+        assert loader["built_at"].endswith("workers_in_code.py:9")
+    assert "epoch 0" not in (tmp_path / "sw" / "w0" / "log.txt").read_text()  # stopped inside the first epoch
+    assert "num_workers=1)" not in done.stdout.split("\n")[0]  # no guessed worker count announced
