@@ -211,9 +211,15 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.report import build_report, write_report
 
     script, modules = args.command[0], getattr(args, "module", None) or ()
-    problem = script_problem(script) or unreachable_loop(script, modules, has_profile_decorator(Path(script)))
+    problem = script_problem(script)
     if problem:
         raise ProfileError(problem)
+    decorated = has_profile_decorator(Path(script))
+    unreachable = unreachable_loop(script, modules, decorated)
+    if unreachable and not decorated:  # nothing the run could report on: refuse before it starts
+        raise ProfileError(unreachable)
+    if unreachable:  # the user chose what to profile: say so, and profile it anyway
+        print(f"dlprof run: warning: {unreachable}", file=sys.stderr)
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
@@ -240,7 +246,7 @@ def run_command(args: argparse.Namespace) -> int:
         else:
             print(f"dlprof run: error: {err}", file=sys.stderr)
         return code if code != 0 else 2
-    if report.loop is None and code not in (0, EXIT_INTERRUPTED):  # e.g. its own argument error
+    if report.loop is None and code not in (0, EXIT_INTERRUPTED) and not decorated:  # its own argument error...
         print("dlprof run: the script stopped before its training loop; no report", file=sys.stderr)
         return code
     formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
