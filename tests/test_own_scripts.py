@@ -129,3 +129,19 @@ def test_sweep_of_a_script_without_a_worker_flag(tmp_path, repo):
         assert loader["built_at"].endswith("workers_in_code.py:9")
     assert "epoch 0" not in (tmp_path / "sw" / "w0" / "log.txt").read_text()  # stopped inside the first epoch
     assert "num_workers=1)" not in done.stdout.split("\n")[0]  # no guessed worker count announced
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_sweep_of_a_script_without_a_worker_flag_through_slurm(slurm, tmp_path, repo):
+    """The same hook in a Slurm job through submitit: workers set, batches counted, a clean stop."""
+    import json
+
+    done = dlprof(repo, "sweep", "--slurm", "--workers", "0", "--batches", "4", "--time-min", "5",
+                  "--output-dir", str(tmp_path / "sw"), "--", str(OWN / "workers_in_code.py"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    row = {r["workers"]: r for r in result["results"]}[0]
+    assert row["status"] == "ok" and row["images_per_sec"] > 0 and row["detail"].startswith("job ")
+    [loader] = json.loads((tmp_path / "sw" / "w0" / "loaders.json").read_text())["loaders"]
+    assert (loader["num_workers"], loader["batches"]) == (0, 4)
