@@ -15,7 +15,7 @@ if [ "${SMALL:-0}" = 1 ]; then
     sweep=(--workers 0,1 --batches 8); script=(--samples 512 --passes 2)
 else
     overhead=(--workers 7 --repeats 2)
-    sweep=(--workers 0,1,2,4,6,8,10,14 --batches 300); script=(--samples 20000 --passes 8)
+    sweep=(--workers 0,2,4,6,8,12 --batches 300); script=(--samples 20000 --passes 8)
 fi
 { nvidia-smi --query-gpu=name --format=csv,noheader; nproc; "$PY" -c "import torch, line_profiler; print(torch.__version__, line_profiler.__version__)"; } > "$OUT/machine.txt" 2>&1 || true
 "$PY" benchmarks/profiler_overhead.py --no-bare "${overhead[@]}" --out "$OUT/overhead" | tee "$OUT/overhead.md"
