@@ -3,7 +3,9 @@
 Each setting runs one epoch of lesson 1 in its own process; the variants are interleaved and
 repeated, and the table gives the median epoch time (from --metrics-json) and its ratio to the
 plain run. "bare kernprof" is what `dlkit-prof run` did before it stopped tracing in forked
-DataLoader workers and chose the legacy tracer (see profiling/kernprof_entry.py).
+DataLoader workers and chose the legacy tracer (see profiling/kernprof_entry.py). "dlkit-prof run,
+unmodified" profiles a copy of the script with its `@profile` line removed, so that `run` uses
+line_profiler's auto-profiling of the whole script (`kernprof -p`), as for a user's own script.
 
 On the GPU machine, from the repository root:
     python benchmarks/profiler_overhead.py --workers 1,7 --repeats 2 --out runs/overhead
@@ -23,14 +25,29 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def variants(out: Path) -> dict[str, list[str]]:
+UNMODIFIED = "dlkit-prof run, unmodified"
+
+
+def variants(out: Path, bare: bool = True) -> dict[str, list[str]]:
     """Command prefix per variant; the mnist arguments are appended."""
-    return {
+    found = {
         "plain": [sys.executable],
         "dlkit-prof run": [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "dlkit-prof"), "--"],
+        UNMODIFIED: [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "auto"), "--"],
         "bare kernprof -l": [sys.executable, "-m", "kernprof", "-l", "-q", "--no-config",
                              "-o", str(out / "bare.lprof")],
     }
+    if not bare:
+        del found["bare kernprof -l"]
+    return found
+
+
+def unmodified_copy(out: Path) -> Path:
+    """mnist_classify.py without its `@profile` line: what a user's own script looks like."""
+    source = (REPO / "mnist_classify.py").read_text(encoding="utf-8")
+    copy = out / "mnist_unmodified.py"
+    copy.write_text("\n".join(line for line in source.splitlines() if line.strip() != "@profile") + "\n")
+    return copy
 
 
 def one_epoch(prefix: list[str], mnist: list[str], metrics: Path, env: dict[str, str]) -> float:
@@ -49,17 +66,23 @@ def main() -> int:
     p.add_argument("--train-samples", type=int, default=60000)
     p.add_argument("--test-samples", type=int, default=10000)
     p.add_argument("--out", type=Path, default=REPO / "runs" / "overhead")
+    p.add_argument("--no-bare", action="store_true", help="leave out the bare kernprof variant (saves time)")
     args = p.parse_args()
+    args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "LINE_PROFILER_CORE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))  # for the copy
+    copy = unmodified_copy(args.out)
     rows = []
     for w in [int(x) for x in args.workers.split(",")]:
         mnist = ["mnist_classify.py", "--synthetic", "--epochs", "1", "--num-workers", str(w),
                  "--train-samples", str(args.train_samples), "--test-samples", str(args.test_samples)]
-        times: dict[str, list[float]] = {name: [] for name in variants(args.out)}
+        chosen = variants(args.out, bare=not args.no_bare)
+        times: dict[str, list[float]] = {name: [] for name in chosen}
         for _ in range(args.repeats):
-            for name, prefix in variants(args.out).items():
-                times[name].append(one_epoch(prefix, mnist, args.out / "metrics.json", env))
+            for name, prefix in chosen.items():
+                script = [str(copy)] if name == UNMODIFIED else mnist[:1]
+                times[name].append(one_epoch(prefix, script + mnist[1:], args.out / "metrics.json", env))
         plain = statistics.median(times["plain"])
         for name, ts in times.items():
             med = statistics.median(ts)

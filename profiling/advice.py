@@ -59,9 +59,9 @@ class Rule:
     when: Callable[[AdviceNumbers], bool]
     message: str
 
-    def text(self, numbers: AdviceNumbers) -> str:
-        """The message filled in, followed by the lesson script's hint for this rule, if any."""
-        hint = LESSON_SCRIPT_HINTS.get(self.name)
+    def text(self, numbers: AdviceNumbers, kit_script: bool = False) -> str:
+        """The message filled in, followed by the lesson script's hint for this rule when it is the kit's script."""
+        hint = LESSON_SCRIPT_HINTS.get(self.name) if kit_script else None
         return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
 
@@ -128,7 +128,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
 RULES: tuple[Rule, ...] = (
     Rule("no_loader_loop", "advice", lambda n: not n.loop_found,
          "No `for ... in <loader>` loop was found in the profiled functions, so there is no data wait to "
-         "measure and no num_workers advice. Put @profile on the function that holds the training loop."),
+         "measure and no num_workers advice. If the loop is in a module of your own, name it: "
+         "`run --module NAME` (or put @profile on the function that holds it)."),
     Rule("workers_unknown", "warning", lambda n: n.loop_found and not n.workers_known,
          "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
          "Pass --num-workers N (the value the run used) for exact advice."),
@@ -173,7 +174,7 @@ RULES: tuple[Rule, ...] = (
          lambda n: n.basis == "measured" and not n.capped and n.num_workers == 0,
          "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
          "num_workers=0 keeps up and saves the workers' CPUs."),
-    Rule("capped_by_cpus", "advice", lambda n: n.capped,
+    Rule("capped_by_cpus", "advice", lambda n: n.capped and (n.loader_bound or n.basis == "measured"),
          "Keeping up needs more workers than {cpu_ceiling} CPU(s) can run beside the main process, so "
          "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
          "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
@@ -183,7 +184,7 @@ RULES: tuple[Rule, ...] = (
          "batches/s the loop consumes, so more than {num_workers} workers only take CPUs. Make batches "
          "cheaper to build (lighter transforms, one file per many samples instead of many small files) "
          "or keep the data on the GPU."),
-    Rule("no_room_for_spare", "advice", lambda n: n.spare_dropped,
+    Rule("no_room_for_spare", "advice", lambda n: n.loader_bound and n.spare_dropped,
          "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
          "num_workers is {num_workers}: at least the average need, with less room for slow batches."),
     Rule("handoff_only", "advice", lambda n: n.handoff_only,
@@ -192,14 +193,20 @@ RULES: tuple[Rule, ...] = (
     Rule("compute_bound", "advice",
          lambda n: n.loop_found and not n.loader_bound and not n.capped and not n.never_keeps_up,
          "The loader is not the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
-         "per batch, {wait_pct:.1f}% of a step, so more workers will not help; num_workers={num_workers} "
-         "keeps up. To go faster, use larger batches, mixed precision and data kept on the GPU."),
+         "per batch, {wait_pct:.1f}% of a step, so more workers will not help. "
+         "To go faster, use larger batches, mixed precision and data kept on the GPU."),
+    Rule("keep_workers", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped
+         and not n.never_keeps_up and n.num_workers == n.current_workers, "Keep num_workers={num_workers}."),
+    Rule("fewer_workers", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped
+         and not n.never_keeps_up and n.num_workers is not None and n.num_workers < n.current_workers,
+         "Use num_workers={num_workers} instead of {current_workers}: the loader keeps up without more, "
+         "and {cpu_ceiling} CPU(s) run at most {worker_cap} beside the main process."),
     Rule("main_process_cpus", "advice",
          lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus > 1,
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
          "on a GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits "
          "spin on a core, so with only one CPU of its own it takes time from the workers."),
-    Rule("too_many_workers", "warning", lambda n: n.loop_found and n.current_workers > n.worker_cap,
+    Rule("too_many_workers", "warning", lambda n: n.workers_known and n.current_workers > max(n.cpus - n.main_cpus, 0),
          "The run used num_workers={current_workers}, more than its {cpus} CPU(s) can run beside the main "
          "process; the workers and the main process then share cores."),
     Rule("too_many_cpus", "warning", lambda n: n.loop_found and n.requested and n.gpus >= 1
@@ -234,6 +241,24 @@ LESSON_SCRIPT_HINTS: dict[str, str] = {
 }
 
 
+def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
+    """The edits in the training script's own terms: its worker flag when it has one, else its
+    DataLoader's own line (`profiling.capture`); nothing the loader already does."""
+    workers = numbers.num_workers or 0
+    changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known
+    extras = ["persistent_workers=True"] if workers >= 1 and facts.persistent_workers is not True else []
+    if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True:
+        extras.append("pin_memory=True")
+    edits = [f"{facts.workers_flag} {workers}"] if facts.workers_flag else []
+    if facts.kit_script:  # its own flags cover the rest (the notes' hints)
+        return edits
+    settings = ([f"num_workers={workers}"] if changed and not facts.workers_flag else []) + extras
+    if settings:
+        where = f"{facts.loader_at}  " if facts.loader_at else "the script's "
+        edits.append(f"{where}DataLoader(..., {', '.join(settings)})")
+    return edits
+
+
 def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES,
            curve: LoaderCurve | None = None) -> Advice:
     """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
@@ -241,10 +266,10 @@ def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = 
     fired = [rule for rule in rules if rule.when(numbers)]
     edits: list[str] = []
     if numbers.num_workers is not None:
-        edits = [f"#SBATCH --cpus-per-task={numbers.cpus_per_task}", f"--num-workers {numbers.num_workers}"]
+        edits = [f"#SBATCH --cpus-per-task={numbers.cpus_per_task}", *script_edits(numbers, facts)]
 
     def texts(level: Level) -> list[str]:
-        return [rule.text(numbers) for rule in fired if rule.level == level]
+        return [rule.text(numbers, facts.kit_script) for rule in fired if rule.level == level]
 
     return Advice(num_workers=numbers.num_workers, cpus_per_task=numbers.cpus_per_task,
                   reasons=texts("advice"), warnings=texts("warning"), notes=texts("note"), edits=edits,

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_OneLineParser)
     verbs.required = True
 
-    run = verbs.add_parser("run", help="run SCRIPT under kernprof -l, then write the report next to the .lprof")
+    run = verbs.add_parser("run", help="profile SCRIPT (unmodified, or only its @profile functions), "
+                                       "then write the report")
     run.add_argument("--output-dir", type=Path, default=Path("."),
                      help="where the .lprof, .meta.json and report files go (created if missing)")
     run.add_argument("--sample-gpu", action="store_true",
@@ -84,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--curve-seconds", type=float, default=2.0,
                      help="after the run, time the script's DataLoader alone for this many seconds per "
                           "num_workers setting (the loader curve the advice is measured from); 0 = skip")
+    run.add_argument("--module", action="append", default=[], metavar="NAME",
+                     help="also profile this module of your own (import name or path), for a training loop "
+                          "that lives outside the script; repeat for more")
     run.add_argument("--formats", default="text,md,html,json,csv",
                      help="report files to write, comma-separated from: " + ",".join(FORMATS))
     _add_job_flags(run)
@@ -130,10 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--gpus", type=_non_negative_int, default=None, help="GPUs per job (with --slurm)")
     sweep.add_argument("--time-min", type=_non_negative_int, default=30, help="time limit per job in minutes")
     sweep.add_argument("--repeats", type=_non_negative_int, default=1, help="runs per setting (the best is kept)")
+    sweep.add_argument("--batches", type=_non_negative_int, default=200,
+                       help="batches per setting for a script without --metrics-json: then it is stopped "
+                            "(default: 200)")
     sweep.add_argument("--lprof", type=Path, default=None,
                        help="a profile of the same script, to set the model's advice beside the sweep")
     sweep.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
-                       help="the training script and its arguments (it must accept --num-workers)")
+                       help="the training script and its arguments (no flag needed: the workers are set "
+                            "on its DataLoaders)")
     return parser
 
 

@@ -96,7 +96,7 @@ def render_text(report: Report) -> str:
     out += _text_table(PHASE_HEADER, _phase_rows(report))
     out += ["", "ADVICE", "  " + _advice_head(report)[0]] + _curve_lines(report)
     if report.advice.edits:
-        out += ["  Exact edits (in the job script):"] + [f"    {e}" for e in report.advice.edits]
+        out += ["  Exact edits (job script, then training script):"] + [f"    {e}" for e in report.advice.edits]
     out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons]
     for title, items in _advice_lists(report):
         out += [f"  {title}:"] + [f"  - {r}" for r in items]
@@ -119,7 +119,7 @@ def render_markdown(report: Report) -> str:
     out += ["", "## Advice", "", "**" + _advice_head(report)[0] + "**", ""]
     out += [line.strip() for line in _curve_lines(report)] + ([""] if report.curve is not None else [])
     if report.advice.edits:
-        out += ["Exact edits in the job script:", "", "```bash", *report.advice.edits, "```", ""]
+        out += ["Exact edits (job script, then training script):", "", "```bash", *report.advice.edits, "```", ""]
     out += [f"- {r}" for r in report.advice.reasons]
     for title, items in _advice_lists(report):
         out += ["", f"**{title}:**", ""] + [f"- {r}" for r in items]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -17,6 +18,7 @@ from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
+from profiling.precheck import worker_flag
 from profiling.phases import classify_lines, phase_summary, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -33,6 +35,8 @@ WORKER_NOTE = (
     "building batches does not appear, only the main process's wait for them (the loop header).")
 
 CURVE_SUFFIX = ".curve.json"  # the measured loader curve beside a profile (profiling.loader_curve)
+KIT_ROOT = Path(__file__).resolve().parents[1]  # this kit's own scripts (not its tests' fixtures)
+
 # File name of each format written next to the .lprof.
 SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "csv": ".lines.csv",
             "html": ".report.html"}
@@ -74,6 +78,15 @@ def read_samples(lprof: Path) -> tuple[pd.DataFrame | None, list[str]]:
         return None, [f"ignored {path.name}: {type(err).__name__}"]
 
 
+def profiled_script(meta: dict[str, Any]) -> Path | None:
+    """The script `run` profiled, as a resolved path, when the metadata names one that still exists."""
+    argv = meta.get("argv") or []
+    if not argv or not isinstance(argv[0], str):
+        return None
+    path = Path(meta.get("cwd") or ".", argv[0]).resolve()
+    return path if path.is_file() else None
+
+
 def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | None = None,
                  num_workers: int | None = None, source_root: str | Path | None = None,
                  cores_per_gpu: int | None = None, environment: Environment | None = None,
@@ -97,6 +110,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     curve = None
     if curve_path is not None or sibling(lprof_path, CURVE_SUFFIX).is_file():
         curve = read_curve(Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX))
+    script = profiled_script(meta)
+    if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
+        facts = replace(facts, workers_flag=worker_flag(script), kit_script=KIT_ROOT in script.parents
+                        and "tests" not in script.relative_to(KIT_ROOT).parts)
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     if loop is None:
@@ -107,7 +124,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         if len(others):
             notes.append(f"phases cover {loop.function}() only; {others['function'].nunique()} other profiled "
                          f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
-    notes += [CUDA_CAVEAT, WORKER_NOTE]
+    notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
+    notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
                   advice=advise(loop, facts, curve=curve), notes=notes, meta=meta, samples=samples, loop=loop,
                   curve=curve)

@@ -9,17 +9,20 @@ and records what the report needs later (workers, CPUs, GPUs, host) in `<stem>.m
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from profiling import capture
 from profiling.argv import flag_value
 from profiling.cpu_rule import workers_for_cpus
+from profiling.precheck import unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
@@ -80,12 +83,28 @@ def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) 
         return None, f"unknown ({source} is {value!r})"
 
 
-def kernprof_command(script: str, args: list[str], lprof: Path) -> list[str]:
+def has_profile_decorator(script: Path) -> bool:
+    """True when the script marks a function with `@profile` itself (then only that is profiled)."""
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(d, ast.Name) and d.id == "profile" or isinstance(d, ast.Attribute) and d.attr == "profile"
+               for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               for d in node.decorator_list)
+
+
+def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
     """kernprof line-by-line, ignoring any config file, writing exactly `lprof`.
 
-    It goes through `profiling.kernprof_entry`, which keeps forked DataLoader workers untraced.
+    A script without `@profile` is profiled whole, with line_profiler's own auto-profiling
+    (`-p SCRIPT`): no edit needed. `modules` (`run --module`) adds the user's own modules, for a
+    loop that lives in their package. It goes through `profiling.kernprof_entry`, which keeps
+    forked DataLoader workers untraced and records the script's DataLoaders.
     """
-    return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", "-o", str(lprof),
+    targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
+    auto = [arg for target in targets for arg in ("-p", target)]
+    return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", *auto, "-o", str(lprof),
             script, *args]
 
 
@@ -108,7 +127,8 @@ def _now() -> str:
 
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
-                 num_workers: int | None = None, curve_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None"]:
+                 num_workers: int | None = None, curve_seconds: float = 2.0,
+                 modules: Sequence[str] = ()) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
@@ -128,7 +148,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
         stale.unlink(missing_ok=True)
     meta = {
         "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
-        "command": kernprof_command(script, script_args, lprof), "cwd": os.getcwd(),
+        "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
         "hostname": socket.gethostname(), "python": sys.executable,
         "num_workers": workers, "num_workers_source": workers_source,
         "cpus": cpus, "gpus": machine.nvml_gpus if gpus is None else gpus,
@@ -160,12 +180,17 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     return code, meta, sampler
 
 
+EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
+
+
 def _wait(child: subprocess.Popen) -> int:
-    """Wait for the child; on Ctrl-C (which the child also gets) wait for it to write its profile."""
+    """Wait for the child; on Ctrl-C (which the child also gets) wait for it to write its profile,
+    then exit as an interrupted command does (130), whatever code kernprof chose."""
     try:
         return child.wait()
     except KeyboardInterrupt:
-        return child.wait()
+        child.wait()
+        return EXIT_INTERRUPTED
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -173,15 +198,24 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.render import render
     from profiling.report import build_report, write_report
 
-    problem = script_problem(args.command[0])
+    script, modules = args.command[0], getattr(args, "module", None) or ()
+    problem = script_problem(script)
     if problem:
         raise ProfileError(problem)
+    decorated = has_profile_decorator(Path(script))
+    unreachable = unreachable_loop(script, modules, decorated)
+    if unreachable and not decorated:  # nothing the run could report on: refuse before it starts
+        raise ProfileError(unreachable)
+    if unreachable:  # the user chose what to profile: say so, and profile it anyway
+        print(f"dlkit-prof run: warning: {unreachable}", file=sys.stderr)
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
-                                       getattr(args, "curve_seconds", 2.0))
+                                       getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or ())
     stem, lprof = meta["stem"], Path(meta["lprof"])
-    if code != 0:
+    if code == EXIT_INTERRUPTED:
+        print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)
+    elif code != 0:
         print(f"dlkit-prof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():
         print(f"dlkit-prof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
@@ -195,8 +229,14 @@ def run_command(args: argparse.Namespace) -> int:
         report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
     except ProfileError as err:
-        print(f"dlkit-prof run: error: {err}", file=sys.stderr)
+        if code != 0 and "profile is empty" in str(err):  # it stopped before its loop (an argument error...)
+            print("dlkit-prof run: the script stopped before any profiled line ran; nothing to report", file=sys.stderr)
+        else:
+            print(f"dlkit-prof run: error: {err}", file=sys.stderr)
         return code if code != 0 else 2
+    if report.loop is None and code not in (0, EXIT_INTERRUPTED) and not decorated:  # its own argument error...
+        print("dlkit-prof run: the script stopped before its training loop; no report", file=sys.stderr)
+        return code
     formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
     written += write_report(report, out_dir, stem, formats)
     print(render(report, "text"))

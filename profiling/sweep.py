@@ -1,9 +1,12 @@
 """`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
 Why a sweep: the report's advice comes from a model (data wait vs compute per batch). A sweep is
-the experiment that checks it. Each setting runs the script with `--num-workers W
---metrics-json FILE` and reads `images_per_sec`; the knee is the fewest workers within 5 % of the
-best, because every extra worker costs a CPU that another job could use.
+the experiment that checks it. Any script works: each setting runs it through `profiling.capture`,
+which sets num_workers=W on its DataLoaders (no flag needed), counts the loader's own batches and
+stops the script cleanly after `--batches` of them; throughput is samples per second of the busiest
+loader, leaving out the first batch (worker start-up). The kit's own scripts, which take
+`--num-workers W --metrics-json FILE`, are run that way, as before. The knee is the fewest workers
+within 5 % of the best, because every extra worker costs a CPU that another job could use.
 
 Locally each run is pinned to W + the main process's CPUs (the kit's one CPU rule,
 profiling.cpu_rule: 2 on a GPU with pinned memory, else 1; when there are that many), so it sees what
@@ -26,14 +29,16 @@ from typing import Any
 
 import pandas as pd
 
-from profiling.argv import flag_value, strip_flags
+from profiling import capture
+from profiling.argv import strip_flags
 from profiling.cpu_rule import cpus_for_workers
 from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
-from profiling.runner import declared_default, script_problem
+from profiling.runner import script_problem
 from profiling.slurm import JobShape, submit_command, wait_until_done
 
+DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
 KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
 RESULT_COLUMNS = ("workers", "cpus", "images_per_sec", "epoch_seconds", "status", "detail")
 
@@ -44,27 +49,56 @@ class Setting:
 
     workers: int
     command: list[str]
-    metrics: Path
+    metrics: Path   # the script's metrics JSON, or the hook's loaders JSON (`profiling.capture`)
     log: Path
     cpus: int  # --cpus-per-task for these workers: profiling.cpu_rule.cpus_for_workers
 
 
-def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0) -> list[Setting]:
-    """One setting per worker count, each with the CPUs the kit's one rule gives it."""
+def takes_metrics_json(script: Path) -> bool:
+    """The kit's own scripts declare `--metrics-json`; any other script is swept through the hook."""
+    try:
+        return "--metrics-json" in script.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False
+
+
+def hooked(command: list[str], loaders: Path, workers: int | None, batches: int) -> list[str]:
+    """The command run through `profiling.capture`: workers set on its loaders, stopped after `batches`."""
+    settings = [f"{capture.PATH_VAR}={loaders}", f"{capture.BATCHES_VAR}={batches}"]
+    if workers is not None:
+        settings.append(f"{capture.WORKERS_VAR}={workers}")
+    return ["env", *settings, sys.executable, "-m", "profiling.capture", *command]
+
+
+def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0,
+                 batches: int = DEFAULT_BATCHES) -> list[Setting]:
+    """One setting per worker count, each with the CPUs the kit's one rule gives it: the kit's own
+    scripts through their flags, any other script through the capture hook."""
+    result = []
+    own_flags = takes_metrics_json(Path(command[0]))
     script, args = command[0], strip_flags(command[1:], ("--num-workers", "--metrics-json"))
     pin = False if "--no-pin-memory" in args else None
-    result = []
     for w in workers:
         folder = (out_dir / f"w{w}").resolve()
-        metrics = folder / "metrics.json"
-        result.append(Setting(w, [sys.executable, script, *args, "--num-workers", str(w),
-                                  "--metrics-json", str(metrics)], metrics, folder / "log.txt",
-                              cpus_for_workers(w, gpus, pin)))
+        if own_flags:
+            metrics = folder / "metrics.json"
+            run = [sys.executable, script, *args, "--num-workers", str(w), "--metrics-json", str(metrics)]
+        else:
+            metrics = folder / "loaders.json"
+            run = hooked(command, metrics, w, batches)
+        result.append(Setting(w, run, metrics, folder / "log.txt", cpus_for_workers(w, gpus, pin)))
     return result
 
 
 def read_metrics(path: Path) -> tuple[float, float]:
-    """(images_per_sec, mean epoch seconds) from the script's metrics JSON."""
+    """(images_per_sec, mean epoch seconds) from the script's metrics JSON, or samples per second
+    from the busiest loader's own batches (the hook's record; no epoch time then)."""
+    if path.name == "loaders.json":
+        loader = capture.loader_for_loop(capture.read_loaders(path))
+        rate = capture.batches_per_second(loader) if loader else None
+        if rate is None:
+            raise ValueError("fewer than two batches were recorded")
+        return rate * (loader.get("batch_size") or 1), math.nan
     data = json.loads(path.read_text(encoding="utf-8"))
     epochs = data.get("epoch_seconds") or [math.nan]
     return float(data["images_per_sec"]), float(sum(epochs) / len(epochs))
@@ -182,24 +216,16 @@ def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path)
     return report.advice.num_workers, f"advice of {lprof}"
 
 
-def current_workers(command: list[str]) -> int:
-    """The --num-workers the user's command runs with (its own default when absent, else 1)."""
-    value = flag_value(command[1:], "--num-workers") or declared_default(Path(command[0]), "--num-workers")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 1
-
-
 def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
     """Run `dlkit-prof run` on the command as given (the current setting), here or as a job."""
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
-    workers = current_workers(command)
-    print(f"sweep: profiling the current setting (num_workers={workers}) for the model's advice ...", flush=True)
+    if not takes_metrics_json(Path(command[0])):  # a user's script: a bounded run, like each setting
+        profiled = ["env", f"{capture.BATCHES_VAR}={getattr(args, 'batches', DEFAULT_BATCHES)}", *profiled]
+    print("sweep: profiling the current setting (the script's own workers) for the model's advice ...", flush=True)
     if args.slurm:
-        cpus = cpus_for_workers(workers, getattr(args, "gpus", None) or 0)
+        cpus = cpus_for_workers(max(args.workers), getattr(args, "gpus", None) or 0)  # room for its own workers
         status, detail = wait_job(submit(profiled, folder / "slurm", cpus, args, "sweep-profile"))
         if status != "ok":
             print(f"sweep: the profiling job failed: {detail}", file=sys.stderr)
@@ -286,7 +312,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
-    settings = settings_for(command, workers, out_dir, sweep_gpus(args)) * max(getattr(args, "repeats", 1), 1)
+    settings = settings_for(command, workers, out_dir, sweep_gpus(args), getattr(args, "batches", DEFAULT_BATCHES))
+    settings *= max(getattr(args, "repeats", 1), 1)
     rows = run_slurm(settings, args) if args.slurm else run_local(settings)
     results = best_of_repeats(rows)
     text = write_outputs(out_dir, results, advice, advice_source)

@@ -184,7 +184,9 @@ def test_loader_bound_profile_gets_more_workers():
     # with no measured curve the estimate is 1.5 x that: ceil(9.68) = 10, plus 2 CPUs for the main
     # process (GPU, pinned). (Model v1 doubled the average: 13 workers, 15 CPUs.)
     assert (advice.num_workers, advice.cpus_per_task) == (10, 12)
-    assert advice.edits == ["#SBATCH --cpus-per-task=12", "--num-workers 10"]
+    # a bare profile: nothing is known of the script, so the edit names no flag
+    assert advice.edits == ["#SBATCH --cpus-per-task=12",
+                            "the script's DataLoader(..., num_workers=10, persistent_workers=True, pin_memory=True)"]
     assert {"loader_bound", "workers_from_starved_loop", "estimate"} <= set(advice.fired_rules)
 
 
@@ -211,7 +213,9 @@ def test_compute_bound_profile_gets_no_more_workers():
     advice = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2))
     assert (advice.num_workers, advice.cpus_per_task) == (2, 4)
     assert "compute_bound" in advice.fired_rules and "loader_bound" not in advice.fired_rules
-    assert any("larger batches" in r and "--amp" in r and "--gpu-resident" in r for r in advice.reasons)
+    assert not any("--amp" in r for r in advice.reasons)  # a user's script: no kit flags
+    kit = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2, kit_script=True))
+    assert any("larger batches" in r and "--amp" in r and "--gpu-resident" in r for r in kit.reasons)
     assert "too_many_cpus" not in advice.fired_rules  # 16 CPUs of a machine, not of a request
     asked = advise(_loop(0.02, 5.0), JobFacts(cpus=16, gpus=1, num_workers=2, requested=True))
     assert "too_many_cpus" in asked.fired_rules  # a job that asked for 16 CPUs keeps 3 busy

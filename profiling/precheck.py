@@ -1,0 +1,114 @@
+"""Before `run` starts anything: can a training loop be reached in what will be profiled?
+
+Why: without a loop in a profiled function the whole job runs first and only then ends in "the
+profile is empty", a wasted job on a cluster. This reads the source (never imports or runs it, so
+it takes well under a second) and finds the loops the report would find, with the same rules as
+`profiling.phases`. What will be profiled: the script's `@profile` functions when it has any, else
+every function of the script (kernprof's auto-profiling), plus the modules named with `--module`.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from profiling.phases import classify_function
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (not decorated_only or any(
+                isinstance(d, ast.Name) and d.id == "profile" or isinstance(d, ast.Attribute) and d.attr == "profile"
+                for d in node.decorator_list)):
+            yield node
+
+
+def loops_in(path: Path, decorated_only: bool = False) -> list[str]:
+    """`file:line` of each training loop in the file's (decorated) functions."""
+    tree = _parse(path)
+    found = []
+    for func in _functions(tree, decorated_only) if tree else ():
+        first = min([d.lineno for d in func.decorator_list] + [func.lineno])
+        for loop in classify_function(tree, str(path), first, func.name)[1]:
+            found.append(f"{path}:{loop.header[0]}")
+    return found
+
+
+def module_level_loop(path: Path) -> int | None:
+    """Line of a training loop outside any function (line_profiler cannot time module code)."""
+    tree = _parse(path)
+    if tree is None:
+        return None
+    body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if not body:
+        return None
+    wrapper = ast.FunctionDef(name="__module__", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                              kw_defaults=[], defaults=[]), body=body, decorator_list=[], lineno=0)
+    loops = classify_function(ast.Module(body=[wrapper], type_ignores=[]), str(path), 0, "__module__")[1]
+    return loops[0].header[0] if loops else None
+
+
+def module_files(name: str, roots: Sequence[Path]) -> list[Path] | None:
+    """The source files of a module named by path or import name, looked up under `roots`."""
+    candidates = [Path(name)] + [root / (name.replace(".", "/") + suffix) for root in roots for suffix in (".py", "")]
+    for path in candidates:
+        if path.is_file():
+            return [path]
+        if path.is_dir():
+            return sorted(path.rglob("*.py"))
+    return None
+
+
+def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
+    """Modules the script imports that live beside it (the user's own code, not installed packages)."""
+    tree = _parse(script)
+    names = []
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return [n for n in dict.fromkeys(names) if module_files(n, roots) and not Path(n).exists()]
+
+
+def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) -> str | None:
+    """One line saying why no training loop will be profiled and what to pass; None when one will be."""
+    path = Path(script)
+    roots = [path.parent, Path.cwd()]
+    if loops_in(path, decorated_only):
+        return None
+    for name in modules:
+        files = module_files(name, roots)
+        if files is None or any(loops_in(f) for f in files):
+            return None  # found one, or a module we cannot read here: let the run decide
+    if decorated_only:
+        return (f"no training loop in the @profile function(s) of {script}: put @profile on the function with "
+                f"the `for ... in <loader>` loop, or remove every @profile to profile the whole script")
+    line = module_level_loop(path)
+    if line is not None:
+        return (f"the training loop at {script}:{line} runs at module level, where line_profiler cannot time "
+                f"lines: move it into a function (def main(): ...) and call that")
+    for name in local_imports(path, roots):
+        if any(loops_in(f) for f in module_files(name, roots) or []):
+            return f"no training loop in {script} itself; it is in your module {name}: pass --module {name}"
+    return (f"no `for ... in <loader>` training loop in the functions of {script}: if it lives in your own "
+            f"package, pass --module NAME (a framework's own trainer cannot be profiled line by line)")
+
+
+def worker_flag(script: Path) -> str | None:
+    """The script's own option for DataLoader workers (`-j/--workers` -> `--workers`), read from its
+    `add_argument` calls; None when it has none (then the edit names the DataLoader's line)."""
+    tree = _parse(script)
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
+                return max(options, key=lambda o: (o.startswith("--"), len(o)))
+    return None

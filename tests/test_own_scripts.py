@@ -1,0 +1,147 @@
+"""A user's own training scripts, profiled unmodified (tests/data/own_scripts/, written for these tests).
+
+Each is a different style: workers set in code, `-j/--workers`, no argparse, the DataLoader built in a
+helper, the loop in a class method, the loop in an imported module, train + validation loaders. Each
+real `run` must find the loop, read the workers from the script's own DataLoader and name that
+DataLoader's line (or the script's own worker flag) in the edits, never a flag the script lacks.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from profiling.precheck import unreachable_loop
+from profiling.report import build_report
+
+OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
+
+# script, extra run flags, script args, loop function, DataLoader line, workers it uses, its worker flag
+CASES = [
+    ("workers_in_code.py", [], [], "train", 9, 2, None),
+    ("dash_j_workers.py", [], ["-j", "1"], "main", 17, 1, "--workers"),
+    ("no_argparse.py", [], [], "run", 12, 0, None),
+    ("loader_in_helper.py", [], ["--num-workers", "0"], "fit", 21, 0, "--num-workers"),
+    ("loop_in_method.py", [], [], "Trainer.train_epoch", 10, 1, None),
+    ("loop_in_module.py", ["--module", "mypkg.engine"], [], "train_one_epoch", 11, 0, None),
+    ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
+]
+
+
+def dlprof(repo: Path, *args: str, cwd: Path, **popen) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "profiling", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300, **popen)
+
+
+@pytest.mark.parametrize("name, flags, args, function, line, workers, flag", CASES, ids=[c[0] for c in CASES])
+def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, flags, args, function, line,
+                                                        workers, flag):
+    script = OWN / name
+    assert "@profile" not in script.read_text()
+    done = dlprof(repo, "run", "--output-dir", str(tmp_path), "--formats", "text", *flags, "--", str(script), *args,
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / f"{script.stem}.lprof")
+    assert report.loop is not None and report.loop.function.endswith(function)
+    where = f"{script}:{line}"
+    assert report.facts.num_workers == workers and report.facts.loader_at == where
+    assert f"num_workers from the script's DataLoader ({where})" in report.facts.source
+    assert report.facts.workers_flag == flag and not report.facts.kit_script
+    advice = report.advice
+    assert advice.edits[0] == f"#SBATCH --cpus-per-task={advice.cpus_per_task}"
+    for edit in advice.edits[1:]:  # the script's own flag, or its DataLoader's own line: nothing else
+        assert edit == f"{flag} {advice.num_workers}" or edit.startswith(f"{where}  DataLoader(..., "), edit
+    line_edits = [e for e in advice.edits if e.startswith(where)]
+    if flag is None and advice.num_workers != workers:
+        assert line_edits and f"num_workers={advice.num_workers}" in line_edits[0]
+    if advice.num_workers >= 1 and name in {"workers_in_code.py", "loop_in_method.py"}:  # already persistent
+        assert not any("persistent_workers" in e for e in advice.edits)
+    elif advice.num_workers >= 1:
+        assert line_edits and "persistent_workers=True" in line_edits[0]
+    assert not any("mnist_classify.py" in text for text in advice.reasons + advice.notes)
+    assert "CUDA caveat" not in " ".join(report.notes)  # a CPU-only run
+    assert ("line_profiler records only the main process" in " ".join(report.notes)) == (workers > 0)
+
+
+@pytest.mark.parametrize("name, modules, expected", [
+    ("module_level_loop.py", [], "module_level_loop.py:9 runs at module level"),
+    ("loop_in_module.py", [], "pass --module mypkg.engine"),
+])
+def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, repo, name, modules, expected):
+    script = str(OWN / name)
+    start = time.perf_counter()
+    message = unreachable_loop(script, modules, decorated_only=False)
+    assert time.perf_counter() - start < 1.0 and expected in message
+    done = dlprof(repo, "run", "--output-dir", str(tmp_path / "out"), "--", script, cwd=tmp_path)
+    assert done.returncode == 2 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "trained" not in done.stdout and not (tmp_path / "out").exists()  # nothing ran, nothing written
+    assert unreachable_loop(str(OWN / "loop_in_module.py"), ["mypkg.engine"], decorated_only=False) is None
+
+
+def test_an_argument_error_is_not_blamed_on_profile(tmp_path, repo):
+    done = dlprof(repo, "run", "--output-dir", str(tmp_path), "--", str(OWN / "dash_j_workers.py"), "--bogus",
+                  cwd=tmp_path)
+    assert done.returncode == 2 and "unrecognized arguments: --bogus" in done.stderr
+    assert "@profile" not in done.stderr and "stopped before its training loop; no report" in done.stderr
+    assert "ADVICE" not in done.stdout
+
+
+def test_ctrl_c_exits_130_with_the_report_written(tmp_path, repo):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    command = [sys.executable, "-m", "profiling", "run", "--output-dir", str(tmp_path), "--formats", "text", "--",
+               str(OWN / "loader_in_helper.py"), "--num-workers", "0", "--epochs", "100000"]
+    with subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as wrapper:
+        for text in wrapper.stdout:  # wait until the loop has run an epoch or two
+            if "epoch 1 done" in text:
+                break
+        os.killpg(wrapper.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
+        out, err = wrapper.communicate(timeout=120)
+    assert wrapper.returncode == 130, err
+    assert "interrupted" in err and (tmp_path / "loader_in_helper.report.txt").is_file()
+    assert "Training loop:" in out
+
+
+@pytest.mark.slow
+def test_sweep_of_a_script_without_a_worker_flag(tmp_path, repo):
+    """Workers set through the hook, throughput from the loader's own batches, a bounded run each."""
+    import json
+
+    script = OWN / "workers_in_code.py"  # num_workers=2 in code, no flag at all
+    done = dlprof(repo, "sweep", "--workers", "0,1", "--batches", "6", "--output-dir", str(tmp_path / "sw"),
+                  "--", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    rows = {row["workers"]: row for row in result["results"]}
+    assert {0, 1} <= set(rows) and all(row["status"] == "ok" and row["images_per_sec"] > 0 for row in rows.values())
+    assert result["knee"] in rows and result["advice"] is not None
+    for workers in (0, 1):
+        [loader] = json.loads((tmp_path / "sw" / f"w{workers}" / "loaders.json").read_text())["loaders"]
+        assert loader["num_workers"] == workers and loader["batches"] == 6  # set by the hook, then stopped
+        assert loader["built_at"].endswith("workers_in_code.py:9")
+    assert "epoch 0" not in (tmp_path / "sw" / "w0" / "log.txt").read_text()  # stopped inside the first epoch
+    assert "num_workers=1)" not in done.stdout.split("\n")[0]  # no guessed worker count announced
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_sweep_of_a_script_without_a_worker_flag_through_slurm(slurm, tmp_path, repo):
+    """The same hook in a Slurm job through submitit: workers set, batches counted, a clean stop."""
+    import json
+
+    done = dlprof(repo, "sweep", "--slurm", "--workers", "0", "--batches", "4", "--time-min", "5",
+                  "--output-dir", str(tmp_path / "sw"), "--", str(OWN / "workers_in_code.py"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    row = {r["workers"]: r for r in result["results"]}[0]
+    assert row["status"] == "ok" and row["images_per_sec"] > 0 and row["detail"].startswith("job ")
+    [loader] = json.loads((tmp_path / "sw" / "w0" / "loaders.json").read_text())["loaders"]
+    assert (loader["num_workers"], loader["batches"]) == (0, 4)
