@@ -28,13 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
+from profiling.cpu_rule import cpus_for_workers
+from profiling.report import build_report
+from profiling.sweep import first_cpus
 
-from benchmarks.profile_advice import step  # noqa: E402  (one command, its log, its time)
-from profiling.cpu_rule import cpus_for_workers  # noqa: E402
-from profiling.report import build_report  # noqa: E402
-from profiling.sweep import first_cpus  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 WITHIN = 1.05        # advised epoch within 5 % of the best
 KNEE_SLACK = 2       # at most the knee + 2 workers

@@ -22,10 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+from small_files import cache, shards
+from small_files.generate import generate
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from small_files import cache, shards  # noqa: E402
-from small_files.generate import generate  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

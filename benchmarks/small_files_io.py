@@ -27,10 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, installed or not
-from small_files import cache, remote, shards  # noqa: E402
-from small_files.generate import generate  # noqa: E402
-from small_files.measure import read_rate  # noqa: E402
+from small_files import cache, remote, shards
+from small_files.generate import generate
+from small_files.measure import read_rate
 
 CONDITIONS = ("sshfs cold", "local cold", "local warm")
 
