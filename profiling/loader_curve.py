@@ -175,6 +175,12 @@ class _CurveHook:
         cpus = job_cpus()
         print(f"loader curve: timing the DataLoader built at {spec.where} alone, {self.seconds:g} s per "
               f"setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
+        # torch's own exit hook (registered when the script imported torch, so it ran before this one)
+        # has marked the interpreter as exiting, and then an iterator's _shutdown_workers does nothing:
+        # its workers live on and a later iterator at the same address fails in _set_worker_pids.
+        from torch.utils.data import _utils as loader_utils
+
+        exiting, loader_utils.python_exit_status = loader_utils.python_exit_status, False
         try:
             curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds)
             for written in write_outputs(curve, self.path):
@@ -182,6 +188,7 @@ class _CurveHook:
         except Exception as err:  # the script's run is done; a failed extra measurement must not hide it
             print(f"loader curve: not measured: {type(err).__name__}: {err}", file=sys.stderr)
         finally:
+            loader_utils.python_exit_status = exiting
             del cap.loaders[seen:]
 
 

@@ -55,6 +55,34 @@ def test_curve_at_0_1_2_workers_is_measured_and_written(tmp_path):
     assert mpimg.imread(png)[..., :3].std() > 0.05
 
 
+EXIT_SCRIPT = """
+import os, sys
+import profiling.capture as capture, profiling.loader_curve as loader_curve
+loader_curve.worker_ladder = lambda cpus, gpus, pin_memory=None: [0, 1, 2, 3, 4, 6, 8]  # more than 2 CPUs hold
+capture.install()
+loader_curve.install()  # as profiling.kernprof_entry does: before the script imports torch
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+loader = DataLoader(TensorDataset(torch.randn(640, 4)), batch_size=16, num_workers=1)
+for batch in loader:
+    pass
+"""
+
+
+def test_the_curve_at_exit_shuts_each_setting_down_before_the_next(tmp_path):
+    """The curve runs at exit, after torch's own exit hook has marked the interpreter as exiting;
+    without undoing that, no iterator shut its workers down and the ninth setting on an H100 failed
+    (`_set_worker_pids should be called only once`). Seven multi-worker settings in a row here."""
+    env = {**os.environ, "DLPROF_LOADERS": str(tmp_path / "loaders.json"),
+           "DLPROF_CURVE": str(tmp_path / "curve.json"), "DLPROF_CURVE_SECONDS": "0.05"}
+    done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "not measured" not in done.stderr, done.stderr[-2000:]
+    curve = read_curve(tmp_path / "curve.json")
+    assert [p.workers for p in curve.points] == [0, 1, 2, 3, 4, 6, 8]
+
+
 def test_the_ladder_goes_up_to_what_the_cpu_rule_fits():
     assert worker_ladder(16, 1) == [0, 1, 2, 3, 4, 6, 8, 12, 14]  # 16 CPUs - 2 for the main process
     assert worker_ladder(2, 0) == [0, 1] and worker_ladder(1, 1) == [0, 1]
