@@ -300,7 +300,8 @@ def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = N
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    """Run the sweep; exit 0 when every setting produced a number, 1 when some failed."""
+    """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did
+    (nothing was measured: the script iterates no DataLoader, or stops before its batches)."""
     command = list(args.command)
     problem = script_problem(command[0])
     if problem:
@@ -322,4 +323,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     failed = results[results["status"] != "ok"]
     for row in failed.itertuples():
         print(f"sweep: workers={row.workers} failed: {row.detail}", file=sys.stderr)
+    if len(failed) == len(results):
+        print("dlkit-prof sweep: error: no setting could be measured (the failures are above)", file=sys.stderr)
+        return 2
     return 0 if failed.empty else 1
