@@ -188,7 +188,7 @@ def test_torchrun_two_processes_end_with_equal_parameters(python_exe, repo, data
 def test_ddp_refuses_lesson_4_recipe_flags(python_exe, repo, data_dir, tmp_path):
     out = subprocess.run([python_exe, str(SCRIPT), *small_args(data_dir), "--optimizer", "adamw"],
                          cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "--optimizer: lesson 4's single-GPU options" in out.stderr
+    assert out.returncode == 2 and "--optimizer: lesson 04's single-GPU speed options" in out.stderr
     assert "Traceback" not in out.stderr
 
 
