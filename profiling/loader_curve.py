@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -148,6 +149,7 @@ class _CurveHook:
         self.path, self.seconds = path, seconds
         self.specs: list[tuple[dict, LoaderSpec]] = []
         self.capture: capture.Capture | None = None
+        self.interrupted = False
 
     def install(self) -> None:
         record = capture.Capture.record
@@ -162,8 +164,21 @@ class _CurveHook:
 
         capture.Capture.record = recording  # type: ignore[method-assign]
         atexit.register(self.measure)  # after capture's writer (last in, first out): its record stays the script's
+        previous = signal.getsignal(signal.SIGINT)
+
+        def interrupted(signum: int, frame: Any) -> None:  # Ctrl-C: the user wants out, not a measurement
+            hook.interrupted = True
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, interrupted)
 
     def measure(self) -> None:
+        if self.interrupted:
+            print("loader curve: not measured: the run was interrupted", file=sys.stderr)
+            return
         if not self.specs or self.capture is None:
             print("loader curve: the script iterated no DataLoader, so there is nothing to measure",
                   file=sys.stderr)
