@@ -169,7 +169,8 @@ RULES: tuple[Rule, ...] = (
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms ({compute_rate:.0f} batches/s). "
          "Timed alone on {cpus} CPU(s), the loader delivers {chosen_rate:.0f} batches/s with {num_workers} "
-         "worker(s), the fewest that reach {margin} times the loop's rate ({target_rate:.0f} batches/s)."),
+         "worker(s), the fewest workers that reach {margin} times the loop's rate ({target_rate:.0f} batches/s). "
+         "(With none, the main process would build each batch in turn with the step, not beside it.)"),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and n.num_workers == 0,
          "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
