@@ -162,6 +162,9 @@ def test_the_lessons_follow_the_plan_and_are_indexed() -> None:
         assert f"({path.name})" in index, f"{path.name} is not linked from lessons/README.md"
 
 
+_PIPE_TO_HEAD = re.compile(r"\|\s*head\b")
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path: Path) -> None:
     text = path.read_text()
@@ -174,6 +177,10 @@ def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path:
             assert block.mode in SHELL_MODES, f"{block.where}: shell block without run/cluster/setup mark"
         if block.mode in ("expected", "gpu"):
             assert block.note, f"{block.where}: an output excerpt must name its hardware"
+        if block.is_shell and block.mode == "run":
+            # The runner sets pipefail: a writer that outlives `head` dies of SIGPIPE (exit 141)
+            # or not, depending on timing. `sed -n 1,Np` and `grep -m N` read to the end.
+            assert not _PIPE_TO_HEAD.search(block.text), f"{block.where}: pipe into head is flaky under pipefail"
     modes = [b.mode for b in blocks]
     assert "run" in modes and "cluster" in modes, "each lesson has a laptop form and a cluster form"
     assert "expected" in modes, "each lesson shows real output"

@@ -36,7 +36,7 @@ fi
 NODE=$(hostname -s)
 [ -n "$NODE" ] || die "hostname -s printed nothing"
 # The first line of `slurmd -C` is this machine as Slurm sees it: NodeName=vm CPUs=2 ... RealMemory=24105
-hw=$(slurmd -C 2>/dev/null | head -n 1)
+hw=$(slurmd -C 2>/dev/null | sed -n 1p)  # sed reads to the end: no SIGPIPE under pipefail
 field() { sed -n "s/.*\b$1=\([0-9]*\).*/\1/p" <<<"$hw"; }
 CPUS=$(field CPUs) BOARDS=$(field Boards) SOCKETS=$(field SocketsPerBoard)
 CORES=$(field CoresPerSocket) THREADS=$(field ThreadsPerCore) MEMORY=$(field RealMemory)
