@@ -7,11 +7,13 @@ knows where the array's tasks left their files: <dir>/w<W>.json.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from profiling.cpu_rule import cpus_for_workers
 from profiling.sweep import RESULT_COLUMNS, best_of_repeats, read_metrics
 
 
@@ -31,17 +33,26 @@ def collect(directory: Path, workers: list[int]) -> pd.DataFrame:
     rows = []
     for w in workers:
         path = directory / f"w{w}.json"
-        row = {"workers": w, "cpus": w + 1, "images_per_sec": math.nan, "epoch_seconds": math.nan,
+        row = {"workers": w, "cpus": math.nan, "images_per_sec": math.nan, "epoch_seconds": math.nan,
                "status": "ok", "detail": str(path)}
         try:
             row["images_per_sec"], row["epoch_seconds"] = read_metrics(path)
+            row["cpus"] = cpus_allowed(path, w)
         except FileNotFoundError:
             row.update(status="failed", detail=f"no {path.name}: the task for num_workers={w} failed "
                                                "or has not run (see its %x-%A_%a.out log)")
         except (OSError, ValueError, KeyError) as err:
             row.update(status="failed", detail=f"unreadable {path.name}: {err}")
         rows.append(row)
-    return best_of_repeats(rows)[list(RESULT_COLUMNS)]
+    table = best_of_repeats(rows)[list(RESULT_COLUMNS)]
+    return table.astype({"cpus": "Int64"})  # whole CPUs; <NA> where the task left nothing
+
+
+def cpus_allowed(path: Path, workers: int) -> int:
+    """The CPUs the task's training really had (its srun step's mask, which the kit's scripts
+    record); for a metrics file without it, what the template's rule gives a GPU task."""
+    settings = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
+    return int(settings.get("cpus_allowed") or cpus_for_workers(workers, gpus=1))
 
 
 def advice_from(lprof: Path | None) -> tuple[int | None, str]:

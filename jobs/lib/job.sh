@@ -111,6 +111,15 @@ dlkit_workers() {
     python "$DLKIT_ROOT/profiling/cpu_rule.py" workers "$1" --gpus "${2:-1}"
 }
 
+dlkit_cpus_for_workers() {
+    # CPUs for $1 DataLoader workers beside one training process with a GPU: the same one CPU rule.
+    # Where no GPU answers (the sandbox's GPUs are fake), the script trains on the CPU and pins no
+    # memory, so the rule counts one core for the main process instead of two.
+    local pin=()
+    timeout 20 nvidia-smi -L >/dev/null 2>&1 || pin=(--no-pin-memory)
+    python "$DLKIT_ROOT/profiling/cpu_rule.py" cpus "$1" --gpus 1 "${pin[@]}"
+}
+
 dlkit_rendezvous() {
     # MASTER_ADDR: the first host of the allocation. Every node runs this same derivation, so
     # all of them agree without talking to each other. (mapfile, not `| head -n1`: under
