@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from mnist_classify import positive_int
+from mnist_classify import positive_int, write_json
 from multi_gpu import dist_env
 from multi_gpu.preemption import PreemptionGuard
 from multi_gpu.resumable import CheckpointHook, gather_objects
@@ -153,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if dist.is_main:
         print(json.dumps(result, indent=1), flush=True)
         if args.results_json is not None:
-            args.results_json.parent.mkdir(parents=True, exist_ok=True)
-            args.results_json.write_text(json.dumps(result, indent=1) + "\n")
+            write_json(args.results_json, result)
     dist_env.destroy_process_group()
     return 0
 

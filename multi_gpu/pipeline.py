@@ -18,7 +18,6 @@ full local batch, which is both the data-parallel baseline and the one-process r
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,7 +33,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from multi_gpu import dist_env, placement
 from multi_gpu.pipeline_models import MODELS, ModelSpec, Stage, block_costs, build_blocks, split
-from mnist_classify import positive_int
+from mnist_classify import positive_int, write_json
 from multi_gpu.resumable import gather_objects
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
@@ -308,8 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{result['mode']}: {placed.pipelines} x {placed.stages}, {result['schedule'] or '-'}, "
               f"{args.microbatches} microbatches, {result['samples_per_sec']:.1f} samples/s", flush=True)
         if args.results_json is not None:
-            args.results_json.parent.mkdir(parents=True, exist_ok=True)
-            args.results_json.write_text(json.dumps(result, indent=1) + "\n")
+            write_json(args.results_json, result)
     dist_env.destroy_process_group()
     return 0
 
