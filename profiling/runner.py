@@ -12,10 +12,12 @@ import argparse
 import ast
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -162,16 +164,16 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     if curve_seconds > 0:
         child_env.update({"DLPROF_CURVE": str(curve), "DLPROF_CURVE_SECONDS": str(curve_seconds)})
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
-    with subprocess.Popen(meta["command"], env=child_env) as child:
+    with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
         try:
             if sample:
                 sampler = Sampler(child.pid, interval=interval)
                 if sampler.message:
                     print(f"dlkit-prof run: {sampler.message}", file=sys.stderr)
                 with sampler:
-                    code = _wait(child)
+                    code = _exit_code(child.wait(), noted)
             else:
-                code = _wait(child)
+                code = _exit_code(child.wait(), noted)
         finally:
             meta["end_time"] = _now()
     meta["wall_seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 3)
@@ -183,14 +185,25 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
 EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 
 
-def _wait(child: subprocess.Popen) -> int:
-    """Wait for the child; on Ctrl-C (which the child also gets) wait for it to write its profile,
-    then exit as an interrupted command does (130), whatever code kernprof chose."""
+@contextmanager
+def _sigint_noted() -> Iterator[list[int]]:
+    """While the child runs, only note a SIGINT, as a shell does.
+
+    The child shares our process group, so a terminal's Ctrl-C reaches it too; it stops and writes
+    its profile. A KeyboardInterrupt raised here instead could land before or after the wait
+    returns, and then the report would be lost."""
+    noted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
     try:
-        return child.wait()
-    except KeyboardInterrupt:
-        child.wait()
-        return EXIT_INTERRUPTED
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _exit_code(code: int, noted: list[int]) -> int:
+    """130, as for any command stopped by Ctrl-C, whatever code kernprof chose (or -2 when the
+    child re-raised the signal on its way out)."""
+    return EXIT_INTERRUPTED if noted or code == -signal.SIGINT else code
 
 
 def run_command(args: argparse.Namespace) -> int:

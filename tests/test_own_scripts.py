@@ -110,6 +110,20 @@ def test_ctrl_c_exits_130_with_the_report_written(tmp_path, repo):
     assert "Training loop:" in out
 
 
+def test_a_child_stopped_by_sigint_is_an_interruption_whenever_the_wrapper_hears_of_it():
+    """CI once saw the child die of SIGINT (-2) before the wrapper's own SIGINT was handled: the
+    wrapper then exited 254. The exit code must not depend on which process the signal hit first."""
+    from profiling.runner import EXIT_INTERRUPTED, _exit_code, _sigint_noted
+
+    assert _exit_code(-signal.SIGINT, []) == EXIT_INTERRUPTED  # the child re-raised it on its way out
+    assert _exit_code(1, [signal.SIGINT]) == EXIT_INTERRUPTED  # kernprof caught it and chose 1
+    assert _exit_code(3, []) == 3 and _exit_code(0, []) == 0
+    with _sigint_noted() as noted:
+        os.kill(os.getpid(), signal.SIGINT)  # noted, not raised: the report still gets written
+        time.sleep(0.05)
+    assert noted == [signal.SIGINT]
+
+
 @pytest.mark.slow
 def test_sweep_of_a_script_without_a_worker_flag(tmp_path, repo):
     """Workers set through the hook, throughput from the loader's own batches, a bounded run each."""
