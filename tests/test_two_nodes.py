@@ -113,7 +113,7 @@ def test_losing_a_node_requeues_and_resumes_bit_identically(slurm2: Slurm, tmp_p
     slurm2.wait(job, limit=400)
 
     text = log.read_text()
-    record = slurm2.sacct(job, "JobID,JobName,State,NNodes,Restarts")[job]
+    record = slurm2.sacct(job, "JobID,JobName,State,NNodes")[job]
     assert (record["State"], record["NNodes"]) == ("COMPLETED", "2"), text[-3000:]
     assert "SLURM_RESTART_COUNT=1" in text and "resumed from" in text, text[-3000:]
     history = slurm2.run("sacct", "-D", "-X", "-n", "-P", "-j", job, "-o", "State").stdout.split()
@@ -143,8 +143,35 @@ def test_unresolvable_master_addr_fails_fast_naming_the_rendezvous(slurm2: Slurm
     assert seconds < 120 and record["Elapsed"] < "00:01:00", (seconds, record)
 
 
-NAMESPACED = re.compile(r"\bslurmd\b|slurmctld")
+# ---------------------------------------------------------------- GPU shards (gres/shard)
+def test_shard_array_runs_four_tasks_at_once_on_two_gpus(slurm2: Slurm, tmp_path: Path) -> None:
+    """4 tasks of `--gres=shard:1` on 2 GPUs: with whole GPUs only 2 could run at a time."""
+    array = submit(slurm2, tmp_path, "--array=0-3", "--mem=1G", str(REPO / "jobs" / "templates" / "shard-array.sbatch"),
+                   "--synthetic", "--train-samples", "512", "--test-samples", "256", "--device", "cpu")
+    slurm2.wait(array, limit=300)
+    records = slurm2.sacct(array, "JobID,JobName,State,Start,End,AllocTRES,NodeList")
+    tasks = {k: v for k, v in records.items() if re.fullmatch(rf"{array}_\d", k)}
+    logs = "\n".join(p.read_text() for p in sorted(tmp_path.glob(f"mnist-shards-{array}_*.out")))
+    assert sorted(tasks) == [f"{array}_{i}" for i in range(4)], records
+    assert {t["State"] for t in tasks.values()} == {"COMPLETED"}, logs[-3000:]
+    assert all("gres/shard=1" in t["AllocTRES"].split(",") for t in tasks.values()), tasks
+    assert all("gres/gpu" not in t["AllocTRES"] for t in tasks.values()), tasks
+    # All four ran at the same time: the last one started before the first one ended.
+    assert max(t["Start"] for t in tasks.values()) < min(t["End"] for t in tasks.values()), tasks
+    assert sorted(t["NodeList"] for t in tasks.values()) == ["n1", "n1", "n2", "n2"], tasks
+    results = sorted(p.name for p in (tmp_path / "runs" / f"shards-{array}").glob("*.json"))
+    assert results == ["lr0.5.json", "lr1.0.json", "lr2.0.json", "lr4.0.json"], logs[-3000:]
+    assert logs.count("GPU 0, 1 shard(s)") == 4, logs[-3000:]
 
+
+def test_whole_gpus_and_shards_in_one_job_are_refused_at_submission(slurm2: Slurm) -> None:
+    for ask in (["--gres=gpu:1,shard:1"], ["--gpus=1", "--gres=shard:1"]):
+        refused = slurm2.run("sbatch", *ask, "--wrap", "true")
+        assert refused.returncode == 1, refused.stdout
+        assert "Invalid generic resource (gres) specification" in refused.stderr
+
+
+# ---------------------------------------------------------------- up and down (last: it stops the cluster)
 
 def _two_node_traces() -> dict[str, list[str]]:
     """What the two-node cluster leaves on the machine: its daemons, the bind mounts of its hosts
