@@ -143,6 +143,27 @@ def test_unresolvable_master_addr_fails_fast_naming_the_rendezvous(slurm2: Slurm
     assert seconds < 120 and record["Elapsed"] < "00:01:00", (seconds, record)
 
 
+
+@pytest.mark.slow
+def test_master_addr_of_a_host_outside_the_job_fails_within_the_rendezvous_timeout(slurm2: Slurm,
+                                                                                    tmp_path: Path) -> None:
+    """The classic: MASTER_ADDR taken on the login node. The name resolves, so only torchrun can
+    notice; with DLKIT_RDZV_TIMEOUT=15 every node gives up after its connect attempts (two of 15 s)
+    and the job fails in well under a minute of its 10-minute limit, saying why."""
+    login = run("hostname", "-s").stdout.strip()
+    job = submit(slurm2, tmp_path, *NODES2, "--job-name=login-addr", TEMPLATE, "--synthetic",
+                 env={"DLKIT_MASTER_ADDR": login, "DLKIT_RDZV_TIMEOUT": "15"})
+    slurm2.wait(job, limit=240)
+    log = (tmp_path / f"login-addr-{job}.out").read_text()
+    record = slurm2.sacct(job, "JobID,JobName,State,Elapsed,Timelimit")[job]
+    assert (record["State"], record["Timelimit"]) == ("FAILED", "00:10:00"), log[-3000:]
+    assert f"rendezvous:    MASTER_ADDR={login} " in log
+    assert f"trying to connect to ({login}, " in log
+    assert "RendezvousConnectionError: The connection to the C10d store has failed" in log
+    assert "launcher=torchrun" not in log                     # no rank ever started
+    minutes, seconds = map(int, record["Elapsed"].split(":")[1:])
+    assert record["Elapsed"].startswith("00:0") and minutes * 60 + seconds < 150, record
+
 # ---------------------------------------------------------------- GPU shards (gres/shard)
 def test_shard_array_runs_four_tasks_at_once_on_two_gpus(slurm2: Slurm, tmp_path: Path) -> None:
     """4 tasks of `--gres=shard:1` on 2 GPUs: with whole GPUs only 2 could run at a time."""
