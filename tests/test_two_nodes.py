@@ -148,11 +148,11 @@ def test_unresolvable_master_addr_fails_fast_naming_the_rendezvous(slurm2: Slurm
 def test_master_addr_of_a_host_outside_the_job_fails_within_the_rendezvous_timeout(slurm2: Slurm,
                                                                                     tmp_path: Path) -> None:
     """The classic: MASTER_ADDR taken on the login node. The name resolves, so only torchrun can
-    notice; with DLKIT_RDZV_TIMEOUT=15 every node gives up after its connect attempts (two of 15 s)
+    notice; with DLKIT_RDZV_TIMEOUT=10 every node gives up after its connect attempts (two of 10 s)
     and the job fails in well under a minute of its 10-minute limit, saying why."""
     login = run("hostname", "-s").stdout.strip()
     job = submit(slurm2, tmp_path, *NODES2, "--job-name=login-addr", TEMPLATE, "--synthetic",
-                 env={"DLKIT_MASTER_ADDR": login, "DLKIT_RDZV_TIMEOUT": "15"})
+                 env={"DLKIT_MASTER_ADDR": login, "DLKIT_RDZV_TIMEOUT": "10"})
     slurm2.wait(job, limit=240)
     log = (tmp_path / f"login-addr-{job}.out").read_text()
     record = slurm2.sacct(job, "JobID,JobName,State,Elapsed,Timelimit")[job]
@@ -165,10 +165,12 @@ def test_master_addr_of_a_host_outside_the_job_fails_within_the_rendezvous_timeo
     assert record["Elapsed"].startswith("00:0") and minutes * 60 + seconds < 150, record
 
 # ---------------------------------------------------------------- GPU shards (gres/shard)
+@pytest.mark.slow
 def test_shard_array_runs_four_tasks_at_once_on_two_gpus(slurm2: Slurm, tmp_path: Path) -> None:
     """4 tasks of `--gres=shard:1` on 2 GPUs: with whole GPUs only 2 could run at a time."""
     array = submit(slurm2, tmp_path, "--array=0-3", "--mem=1G", str(REPO / "jobs" / "templates" / "shard-array.sbatch"),
-                   "--synthetic", "--train-samples", "512", "--test-samples", "256", "--device", "cpu")
+                   "--synthetic", "--train-samples", "512", "--test-samples", "256", "--max-steps", "3",
+                   "--device", "cpu")
     slurm2.wait(array, limit=300)
     records = slurm2.sacct(array, "JobID,JobName,State,Start,End,AllocTRES,NodeList")
     tasks = {k: v for k, v in records.items() if re.fullmatch(rf"{array}_\d", k)}
