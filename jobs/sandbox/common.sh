@@ -49,6 +49,17 @@ stop_pid() {
   ! alive "$pid"
 }
 
+# cancel_all_jobs: cancel every job of the cluster SLURM_CONF names (the default one if unset) and
+# wait up to 20 s for the queue to empty, so that no job processes outlive slurmd.
+cancel_all_jobs() {
+  local jobs
+  read -ra jobs <<<"$(timeout 5 squeue -h -o %A 2>/dev/null | sort -u | xargs)"
+  [ ${#jobs[@]} -gt 0 ] || return 0
+  log "cancelling jobs ${jobs[*]}"
+  timeout 10 scancel "${jobs[@]}" 2>/dev/null
+  for _ in $(seq 100); do [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ] && break; sleep 0.2; done
+}
+
 # read_hardware: CPUS BOARDS SOCKETS CORES THREADS MEMORY (MB) of this machine as Slurm sees it,
 # from the first line of `slurmd -C`: NodeName=vm CPUs=2 ... RealMemory=24105
 read_hardware() {

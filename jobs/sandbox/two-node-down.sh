@@ -14,14 +14,7 @@ source "$(dirname "$0")/common.sh"
 source "$SANDBOX_DIR/two-node.sh"
 export SLURM_CONF=$TWO_CONF
 
-if pid_in "$TWO_RUN/slurmctld.pid" slurmctld >/dev/null; then
-  read -ra jobs <<<"$(timeout 5 squeue -h -o %A 2>/dev/null | sort -u | xargs)"
-  if [ ${#jobs[@]} -gt 0 ]; then
-    log "cancelling jobs ${jobs[*]}"
-    timeout 10 scancel "${jobs[@]}" 2>/dev/null
-    for _ in $(seq 50); do [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ] && break; sleep 0.2; done
-  fi
-fi
+if pid_in "$TWO_RUN/slurmctld.pid" slurmctld >/dev/null; then cancel_all_jobs; fi
 
 status=0
 for pid in $(two_node_pids); do
