@@ -99,15 +99,18 @@ def test_losing_a_node_requeues_and_resumes_bit_identically(slurm2: Slurm, tmp_p
         assert down.returncode == 0, down.stderr
         wait_for("the requeue", lambda: "Restarts=1" in slurm2.run("scontrol", "show", "job", "-o", job).stdout,
                  60, slurm2, job, log)
+        # Held, so that the second attempt cannot start before the first one's files are recorded.
+        held = slurm2.run("scontrol", "hold", job)
+        assert held.returncode == 0, held.stderr
     finally:
         slurm2.run("scontrol", "update", "nodename=n2", "state=resume")  # ReturnToService=2 does it too
-    # Once the job is pending again, the first attempt's processes are gone (it stays COMPLETING
-    # until then) and the second may not start before its EligibleTime: freeze what it wrote.
+    # Once the job is pending again (not COMPLETING), the first attempt's processes are gone.
     wait_for("the first attempt's end", lambda: slurm2.run("squeue", "-h", "-j", job, "-o", "%T").stdout.strip()
              == "PENDING", 120, slurm2, job, log)
     first = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in ckpt.iterdir()}
     first_log = log.read_bytes()
     assert first, "the first attempt left no checkpoint"
+    assert slurm2.run("scontrol", "release", job).returncode == 0
     started = run("bash", str(SANDBOX / "start-requeued.sh"), job, timeout=150, **slurm2.env)
     assert started.returncode == 0, started.stderr
     slurm2.wait(job, limit=400)
