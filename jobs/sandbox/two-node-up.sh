@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # two-node-up.sh: start a second Slurm cluster, "twonode", with two compute nodes n1 and n2 on
-# this machine, beside the one-node sandbox (which it starts first if needed, and never changes).
+# this machine, beside the one-node sandbox (which it starts if munged or slurmdbd is not running).
 #
 # Its own slurmctld (port 6837) and state, and two slurmd daemons. Each slurmd runs in its own UTS
 # and mount namespace: hostname n1 or n2, and a private /etc/hosts (bind-mounted, so the system's
 # file is untouched) in which n1 is 127.0.1.1 and n2 is 127.0.1.2, addresses every Linux has on
 # `lo`. Jobs on the two nodes therefore see two hosts with their own names and addresses that
 # resolve, which is what torchrun's rendezvous needs. munged and slurmdbd (with MariaDB) are the
-# one-node sandbox's: one slurmdbd serves both clusters. Clients use it with
+# one-node sandbox's, never restarted or reconfigured here: one slurmdbd serves both clusters.
+# Clients use it with
 #     export SLURM_CONF=/var/lib/slurm-two-node/etc/slurm.conf
 # Safe to run again; stop it with two-node-down.sh. Knob: SANDBOX_CGROUP=auto|v1|none.
 # shellcheck disable=SC2034  # the template fields are read through ${!key} in render_keys()
@@ -24,11 +25,18 @@ CGROUP=${SANDBOX_CGROUP:-auto}
 install -d -m 0755 "$TWO_ROOT/etc" "$TWO_ROOT/fake-gpu" "$TWO_RUN"
 install -d -o slurm -g slurm -m 0755 "$TWO_ROOT/state" "$TWO_ROOT/log"
 
-# ---- 1. the shared daemons (munged, MariaDB, slurmdbd): the one-node sandbox's own script,
-# which is a quick check when they already run.
-bash "$SANDBOX_DIR/slurm-up.sh" >"$TWO_LOG_OUT.shared" 2>&1 \
-  || { tail -n 5 "$TWO_LOG_OUT.shared" >&2; die "the one-node sandbox (munged, slurmdbd) did not come up"; }
-log "shared munged and slurmdbd are up (one-node sandbox: jobs/sandbox/slurm-up.sh)"
+# ---- 1. the shared daemons (munged, MariaDB, slurmdbd). When they run, they are left exactly as
+# they are (the one-node sandbox may be in use); otherwise the one-node sandbox's own script
+# starts them, with the rest of that sandbox.
+munged_pid=$(pid_in /run/munge/munged.pid munged) || true
+dbd_pid=$(pid_in /run/slurmdbd.pid slurmdbd) || true
+if [ -z "$munged_pid" ] || [ -z "$dbd_pid" ]; then
+  log "munged or slurmdbd is not running: starting the one-node sandbox (jobs/sandbox/slurm-up.sh)"
+  bash "$SANDBOX_DIR/slurm-up.sh" >"$TWO_LOG_OUT.shared" 2>&1 \
+    || { tail -n 5 "$TWO_LOG_OUT.shared" >&2; die "the one-node sandbox (munged, slurmdbd) did not come up"; }
+  munged_pid=$(pid_in /run/munge/munged.pid munged) dbd_pid=$(pid_in /run/slurmdbd.pid slurmdbd)
+fi
+log "shared daemons: munged (pid $munged_pid) and slurmdbd (pid $dbd_pid)"
 
 # ---- 2. configuration
 HOST=$(hostname -s)
