@@ -8,6 +8,10 @@ VENV        ?= .venv
 PY          := $(VENV)/bin/python
 DEMO_DIR    ?= runs/demo
 PYTEST_ARGS ?=
+# `make slurm-up NODES=2` starts the two-node cluster beside the one-node sandbox (docs/sandbox.md).
+NODES       ?= 1
+SANDBOX_UP   = $(if $(filter 2,$(NODES)),two-node-up.sh,$(if $(filter 1,$(NODES)),slurm-up.sh,$(error NODES must be 1 or 2, got '$(NODES)')))
+SANDBOX_DOWN = $(if $(filter 2,$(NODES)),two-node-down.sh,$(if $(filter 1,$(NODES)),slurm-down.sh,$(error NODES must be 1 or 2, got '$(NODES)')))
 # System packages and daemons need root; a learner's laptop gets sudo.
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -36,10 +40,10 @@ system-deps:
 	$(SUDO) install -d -m 755 /run/sshd
 
 slurm-up:
-	$(SUDO) bash jobs/sandbox/slurm-up.sh
+	$(SUDO) bash jobs/sandbox/$(SANDBOX_UP)
 
 slurm-down:
-	$(SUDO) bash jobs/sandbox/slurm-down.sh
+	$(SUDO) bash jobs/sandbox/$(SANDBOX_DOWN)
 
 # pytest's exit code 5 (no tests collected) is not 0, so it fails this target like any other.
 # --durations lists the slowest tests, to keep an eye on the 30-minute CI budget.

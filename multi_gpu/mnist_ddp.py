@@ -22,6 +22,7 @@ import contextlib
 import copy
 import hashlib
 import os
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,8 +190,9 @@ def run_training(argv: list[str] | None, dist: dist_env.DistEnv) -> int:
         print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
         return 2
     dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
+    # The host too: on several nodes it shows which node each rank landed on.
     print(f"[rank {dist.rank}/{dist.world_size}] launcher={dist.launcher} pid={os.getpid()} "
-          f"device={device}", file=sys.stderr, flush=True)
+          f"device={device} host={socket.gethostname()}", file=sys.stderr, flush=True)
 
     local_args = copy.copy(args)  # lesson 1's loaders and train() see the per-process batch
     local_args.batch_size = args.batch_size // dist.world_size

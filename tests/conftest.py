@@ -1,9 +1,11 @@
 """Shared fixtures.
 
-Tests that need the local Slurm sandbox take the `slurm` fixture. Outside CI they skip with a
-visible reason when no controller answers; with CI=true they fail, so a broken sandbox can never
-turn a red run green by skipping. The fixture's value is a small client for submitting a job,
-waiting for it and reading its accounting record, so that each test does not reinvent polling.
+Tests that need the local Slurm sandbox take the `slurm` fixture, and tests that need two nodes
+the `slurm2` fixture (the two-node cluster beside it, `make slurm-up NODES=2`, which the fixture
+starts when it is not up). Outside CI they skip with a visible reason when no controller answers;
+with CI=true they fail, so a broken sandbox can never turn a red run green by skipping. The
+fixtures' value is a small client for submitting a job, waiting for it and reading its accounting
+record, so that each test does not reinvent polling.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TWO_NODE_CONF = "/var/lib/slurm-two-node/etc/slurm.conf"   # jobs/sandbox/two-node.sh: TWO_CONF
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
@@ -28,12 +31,20 @@ def run(*cmd: str, timeout: float = 30, **env: str) -> subprocess.CompletedProce
 
 
 class Slurm:
-    """Submit, wait, account: the three things a job test does."""
+    """Submit, wait, account: the three things a job test does. With `conf`, every command talks
+    to the cluster that config describes (SLURM_CONF), as the two-node cluster's clients do."""
+
+    def __init__(self, conf: str | None = None) -> None:
+        self.env = {"SLURM_CONF": conf} if conf else {}
+
+    def run(self, *cmd: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        """Any Slurm command against this cluster."""
+        return run(*cmd, timeout=timeout, **self.env)
 
     def submit(self, *sbatch_args: str, cwd: Path | None = None) -> str:
         """`sbatch --parsable ARGS...`; returns the job id (fails the test if sbatch refuses)."""
         done = subprocess.run(["sbatch", "--parsable", *sbatch_args], cwd=cwd, capture_output=True,
-                              text=True, timeout=30, check=False)
+                              text=True, timeout=30, check=False, env={**os.environ, **self.env})
         assert done.returncode == 0, f"sbatch {' '.join(sbatch_args)}: {done.stderr.strip()}"
         return done.stdout.strip().split(";")[0]
 
@@ -41,9 +52,9 @@ class Slurm:
         """Poll squeue every 0.1 s until the job has left the queue. (`sbatch --wait` polls
         every 2, then 8, then 32 s, which makes short jobs look slow.)"""
         deadline = time.monotonic() + limit
-        while run("squeue", "-h", "-j", job_id).stdout.strip():
+        while self.run("squeue", "-h", "-j", job_id).stdout.strip():
             if time.monotonic() > deadline:
-                run("scancel", job_id)
+                self.run("scancel", job_id)
                 pytest.fail(f"job {job_id} still queued after {limit} s (cancelled)")
             time.sleep(0.1)
 
@@ -56,7 +67,7 @@ class Slurm:
         real name."""
         deadline = time.monotonic() + limit
         while True:
-            out = run("sacct", "-P", "-j", job_id, "-o", fields).stdout
+            out = self.run("sacct", "-P", "-j", job_id, "-o", fields).stdout
             header, *rows = out.strip().splitlines() or [""]
             records = {row.split("|")[0]: dict(zip(header.split("|"), row.split("|"))) for row in rows}
             job = records.get(job_id, {})
@@ -66,32 +77,55 @@ class Slurm:
             time.sleep(0.3)
 
 
-def _slurm_problem() -> str | None:
-    """Why the sandbox is unusable, or None when a controller answers and a node is up."""
+def _slurm_problem(conf: str | None = None, nodes: int = 1) -> str | None:
+    """Why the sandbox is unusable, or None when a controller answers and `nodes` nodes are up."""
     if shutil.which("sinfo") is None:
         return "sinfo not found: start the sandbox with `make slurm-up`"
     try:
-        out = run("sinfo", "-h", "-o", "%t", timeout=10)
+        out = Slurm(conf).run("sinfo", "-h", "-N", "-o", "%t", timeout=10)
     except subprocess.TimeoutExpired:
         return "sinfo timed out: the Slurm controller is not answering (`make slurm-up`)"
     if out.returncode != 0:
         return f"sinfo failed: {out.stderr.strip() or out.stdout.strip()}"
     states = out.stdout.split()
     # A trailing "*" means the node stopped answering the controller.
-    if not any(s.startswith(("idle", "mix", "alloc", "comp")) and not s.endswith("*") for s in states):
-        return f"no usable Slurm node (states: {states or 'none'})"
+    usable = [s for s in states if s.startswith(("idle", "mix", "alloc", "comp")) and not s.endswith("*")]
+    if len(usable) < nodes:
+        wanted = "no usable Slurm node" if nodes == 1 else f"fewer than {nodes} usable Slurm nodes"
+        return f"{wanted} (states: {states or 'none'})"
     return None
 
 
 @pytest.fixture(scope="session")
 def slurm() -> Slurm:
     """Require the real local Slurm: skip outside CI, fail in CI."""
-    problem = _slurm_problem()
+    return _require(_slurm_problem(), Slurm())
+
+
+def _two_node_cluster() -> Slurm:
+    """The two-node cluster, started when it is not up (that takes about two seconds)."""
+    if _slurm_problem(TWO_NODE_CONF, nodes=2) is not None and os.geteuid() == 0 and shutil.which("sinfo"):
+        up = run("bash", str(REPO / "jobs" / "sandbox" / "two-node-up.sh"), timeout=180)
+        if up.returncode != 0:
+            return _require(f"two-node-up.sh failed: {up.stderr.strip()[-500:]}")
+    return _require(_slurm_problem(TWO_NODE_CONF, nodes=2), Slurm(TWO_NODE_CONF))
+
+
+def _require(problem: str | None, client: Slurm | None = None) -> Slurm:
+    """The sandbox policy: fail in CI, skip elsewhere, when `problem` is set."""
     if problem is not None:
         if IN_CI:
             pytest.fail(f"Slurm sandbox required in CI: {problem}", pytrace=False)
         pytest.skip(f"Slurm sandbox not available: {problem}")
-    return Slurm()
+    assert client is not None
+    return client
+
+
+@pytest.fixture(scope="session")
+def slurm2() -> Slurm:
+    """Require the two-node cluster (nodes n1 and n2): skip outside CI, fail in CI. Its commands
+    run with SLURM_CONF set to the two-node config."""
+    return _two_node_cluster()
 
 
 @pytest.fixture(scope="session")

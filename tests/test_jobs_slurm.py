@@ -2,8 +2,8 @@
 
 Every job runs on the sandbox's fake GPUs (`--gres=gpu:N` is scheduled, the code falls back to
 the CPU) with tiny settings, and each test asserts on the files the job really wrote. Jobs are
-sized at one or two CPUs because the machine has two. Many-node templates cannot run on one
-node: they get `sbatch --test-only`, and their rendezvous runs as two torchrun "nodes" here.
+sized at one or two CPUs because the machine has two. The many-node template gets
+`sbatch --test-only` here; it runs for real on the two-node cluster in tests/test_two_nodes.py.
 """
 from __future__ import annotations
 
@@ -191,47 +191,6 @@ def test_many_node_template_is_accepted_by_sbatch_test_only(ctx):
     as_written = subprocess.run(["sbatch", "--test-only", template(ctx["repo"], "ddp-nodes.sbatch")],
                                 cwd=ctx["cwd"], capture_output=True, text=True, timeout=30)
     assert "to start at" not in as_written.stderr  # 2 nodes x 4 GPUs cannot fit here, and sbatch says so
-
-
-FAKE_SRUN = """#!/bin/bash
-# Stand-in for srun on a two-node allocation that is really this machine: run the step once
-# per "node", as srun --ntasks-per-node=1 would, and fail if any node fails.
-while [[ $# -gt 0 && $1 == -* ]]; do shift; done
-pids=()
-for node in 0 1; do
-    SLURM_NODEID=$node SLURM_PROCID=$node SLURM_STEP_ID=0 "$@" > "node$node.log" 2>&1 &
-    pids+=($!)
-done
-rc=0
-for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
-exit $rc
-"""
-
-
-@pytest.mark.slow
-def test_many_node_rendezvous_with_two_torchrun_nodes_on_localhost(ctx):
-    """The template's own MASTER_ADDR/PORT derivation and srun+torchrun c10d line, two nodes."""
-    bin_dir = ctx["cwd"] / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "srun").write_text(FAKE_SRUN)
-    (bin_dir / "srun").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DLKIT_SITE_ENV": str(ctx["site"]),
-           "DLKIT_ROOT": str(ctx["repo"]),
-           "SLURM_JOB_ID": "54321", "SLURM_JOB_NODELIST": "localhost", "SLURM_JOB_NUM_NODES": "2",
-           "SLURM_NNODES": "2", "SLURM_CPUS_PER_TASK": "1", "SLURM_GPUS_ON_NODE": "1",
-           "SLURM_SUBMIT_DIR": str(ctx["cwd"])}
-    out = subprocess.run(["bash", template(ctx["repo"], "ddp-nodes.sbatch"), *TINY, "--max-steps", "3",
-                          "--device", "cpu"], cwd=ctx["cwd"], env=env, capture_output=True, text=True,
-                         timeout=240)
-    logs = out.stdout + out.stderr + log_of(ctx, "node*.log")
-    assert out.returncode == 0, logs[-4000:]
-    assert "MASTER_ADDR=localhost MASTER_PORT=24321" in out.stdout  # 10000 + 54321 % 20000
-    node_logs = [(ctx["cwd"] / f"node{n}.log").read_text() for n in (0, 1)]
-    assert "[rank 0/2] launcher=torchrun" in node_logs[0] + node_logs[1]
-    assert "[rank 1/2] launcher=torchrun" in node_logs[0] + node_logs[1]
-    assert len({final_digest(text) for text in node_logs}) == 1
-    result = metrics(ctx["cwd"] / "runs" / "ddp-nodes" / "54321.metrics.json")
-    assert (result["world_size"], result["launcher"]) == (2, "torchrun")
 
 
 # ---------------------------------------------------------------- lesson 7: preemption

@@ -8,7 +8,8 @@
 #   2. activates the software environment the site file names (modules, conda, venv);
 #   3. exports the data and output locations (MNIST_DATA, DLKIT_RUNS_DIR);
 #   4. prints the job's context: host, CPUs allowed, GPUs, and the sorted SLURM_* variables.
-# It also defines dlkit_rendezvous, which DDP templates call for MASTER_ADDR and MASTER_PORT, and
+# It also defines dlkit_rendezvous, which DDP templates call for MASTER_ADDR and MASTER_PORT (and
+# which checks that MASTER_ADDR resolves, so a typo fails at once instead of hanging), and
 # dlkit_workers, the DataLoader workers that fit in a number of CPUs.
 
 # Slurm runs a *copy* of the batch script, so the script cannot find the kit from its own path.
@@ -127,7 +128,9 @@ dlkit_rendezvous() {
     local hosts base
     mapfile -t hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
     [[ ${#hosts[@]} -gt 0 ]] || dlkit_die "scontrol show hostnames '$SLURM_JOB_NODELIST' printed nothing"
-    MASTER_ADDR="${hosts[0]}"
+    # DLKIT_MASTER_ADDR in the job's environment overrides it, for a site whose fast network has
+    # its own host names (gpu101-ib); sbatch passes your environment on to the job.
+    MASTER_ADDR="${DLKIT_MASTER_ADDR:-${hosts[0]}}"
     # MASTER_PORT: from the job id, so two jobs on one node do not collide, plus the array task id,
     # so the tasks of one array do not either. 10000-29999 stays below Linux's ephemeral ports
     # (32768+), which outgoing connections may already hold.
@@ -135,6 +138,10 @@ dlkit_rendezvous() {
     MASTER_PORT=$(( 10000 + (base + ${SLURM_ARRAY_TASK_ID:-0}) % 20000 ))
     export MASTER_ADDR MASTER_PORT
     echo "rendezvous:    MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT (${#hosts[@]} node(s))"
+    # A name that does not resolve does not fail fast in torchrun: it retries two 60 s connect
+    # time-outs and more (2 min 40 s measured) before the job fails. Check it before launching.
+    getent hosts "$MASTER_ADDR" >/dev/null \
+        || dlkit_die "rendezvous: MASTER_ADDR=$MASTER_ADDR does not resolve on $(hostname) (getent hosts); the job's nodes are ${hosts[*]}"
 }
 
 dlkit_load_site

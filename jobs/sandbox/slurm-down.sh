@@ -14,12 +14,7 @@ if [ -z "$(ls -A "$RUN" 2>/dev/null)" ]; then log "nothing to stop"; exit 0; fi
 
 # Cancel jobs first, so that no job processes outlive slurmd.
 if [ "${SANDBOX_KEEP_JOBS:-0}" != 1 ] && pid_in "$RUN/slurmctld.pid" slurmctld >/dev/null; then
-  read -ra jobs <<<"$(timeout 5 squeue -h -o %A 2>/dev/null | sort -u | xargs)"
-  if [ ${#jobs[@]} -gt 0 ]; then
-    log "cancelling jobs ${jobs[*]}"
-    timeout 10 scancel "${jobs[@]}" 2>/dev/null
-    for _ in $(seq 100); do [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ] && break; sleep 0.2; done
-  fi
+  cancel_all_jobs
 fi
 
 status=0

@@ -35,41 +35,15 @@ if [ -f $ETC/slurm.conf ] && ! grep -qF "$MARKER" $ETC/slurm.conf && [ "${SANDBO
 fi
 NODE=$(hostname -s)
 [ -n "$NODE" ] || die "hostname -s printed nothing"
-# The first line of `slurmd -C` is this machine as Slurm sees it: NodeName=vm CPUs=2 ... RealMemory=24105
-hw=$(slurmd -C 2>/dev/null | sed -n 1p)  # sed reads to the end: no SIGPIPE under pipefail
-field() { sed -n "s/.*\b$1=\([0-9]*\).*/\1/p" <<<"$hw"; }
-CPUS=$(field CPUs) BOARDS=$(field Boards) SOCKETS=$(field SocketsPerBoard)
-CORES=$(field CoresPerSocket) THREADS=$(field ThreadsPerCore) MEMORY=$(field RealMemory)
-if [ -z "$CPUS" ] || [ -z "$MEMORY" ]; then die "could not read CPUs and RealMemory from 'slurmd -C': $hw"; fi
+read_hardware
 (( MEMORY > 2048 )) && MEMORY=$(( MEMORY - 1024 ))   # leave some memory to the OS and the daemons
 
-# Slurm 22.05's cgroup support here is v1 only; hosts that mount just cgroup v2 get /proc tracking.
-cgroup_v1_mounted() {
-  local c
-  for c in cpuset memory devices freezer; do [ -e /sys/fs/cgroup/$c/tasks ] || return 1; done
-}
-if [ "$CGROUP" = auto ]; then
-  if cgroup_v1_mounted; then CGROUP=v1; else CGROUP=none; fi
-elif [ "$CGROUP" = v1 ]; then
-  cgroup_v1_mounted || die "SANDBOX_CGROUP=v1, but the cgroup v1 controllers are not mounted under /sys/fs/cgroup"
-fi
-if [ "$CGROUP" = v1 ]; then
-  PROCTRACK=proctrack/cgroup TASKPLUGIN=task/cgroup,task/affinity
-  OVERMEMORY="# --mem is enforced by the cgroup memory controller (cgroup.conf)."
-else
-  PROCTRACK=proctrack/linuxproc TASKPLUGIN=task/affinity
-  OVERMEMORY=$'# No cgroups: --mem is enforced only by the sampler killing steps that go over it.\nJobAcctGatherParams=OverMemoryKill'
-fi
+choose_cgroup
 LAST_GPU=$(( GPUS - 1 ))
 
 render() {  # render TEMPLATE: print it with every @KEY@ replaced by $KEY
-  local text key
-  text=$(<"$1")
-  for key in NODE CPUS BOARDS SOCKETS CORES THREADS MEMORY GPUS LAST_GPU PROCTRACK TASKPLUGIN \
-             OVERMEMORY LOGDIR FAKE_GPU_DIR DB_PASS; do
-    text=${text//@$key@/${!key}}
-  done
-  printf '%s\n' "$text"
+  render_keys "$1" NODE CPUS BOARDS SOCKETS CORES THREADS MEMORY GPUS LAST_GPU PROCTRACK TASKPLUGIN \
+    OVERMEMORY LOGDIR FAKE_GPU_DIR DB_PASS
 }
 new=$(mktemp -d)
 trap 'rm -rf "$new"' EXIT
