@@ -104,6 +104,7 @@ def plot(weak: pd.DataFrame, strong: pd.DataFrame, path: Path, pays_pct: float =
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     if not weak.empty:
@@ -123,6 +124,7 @@ def plot(weak: pd.DataFrame, strong: pd.DataFrame, path: Path, pays_pct: float =
         rows = rows.sort_values("batch_per_gpu")
         right.plot(rows["batch_per_gpu"], rows["efficiency_pct"], marker="o", label=f"{name}, {gpus} GPUs")
     right.set_xscale("log", base=2)
+    right.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())  # 64, not 2^6
     right.set_xlabel("batch per GPU (global batch / GPUs)")
     right.set_ylabel("efficiency vs. the fewest GPUs (%)")
     right.set_title("strong scaling: fixed global batch")
