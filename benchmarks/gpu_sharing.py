@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--caps", type=_cap, nargs="+", default=[50, 25, 10],
                    help="fgbg: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE values for the background")
     p.add_argument("--seconds", type=float, default=None,
-                   help="timed seconds of each ResNet job (default 15, the foreground 20; quick 2)")
+                   help="timed seconds of each ResNet job (default 10, the foreground 20; quick 2)")
     p.add_argument("--small-batch", type=_count, default=None, help="the ResNet-18 job's batch (default 32; quick 4)")
     p.add_argument("--mnist-epochs", type=_count, default=3, help="pack: epochs of each MNIST job")
     return p
@@ -78,7 +78,7 @@ class Bench:
         self.device = "cpu" if args.quick else "cuda"
         self.out = args.out
         self.rows: list[dict] = []
-        self.seconds = args.seconds or (2.0 if args.quick else 15.0)
+        self.seconds = args.seconds or (2.0 if args.quick else 10.0)
         args.small_batch = args.small_batch or (4 if args.quick else 32)
 
     def mnist(self, path: Path, cpus: list[int]) -> list[str]:

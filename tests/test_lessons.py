@@ -139,6 +139,14 @@ def test_cluster_sized_job_scripts_are_checked_shrunk_but_bad_options_fail(slurm
     lesson.write_text("```bash cluster\nsbatch --gpus-per-nodes=4 jobs/big.sbatch\n```\n")
     problems = static_problems(extract(lesson)[0], tmp_path, env)
     assert any("unrecognized option" in p for p in problems), problems
+    # a shard request (lesson 10): tried with a whole GPU where the sandbox has no shards, still checked
+    (tmp_path / "jobs" / "shard.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --gres=shard:1\n#SBATCH --cpus-per-task=1\n#SBATCH --time=00:05:00\ntrue\n")
+    lesson.write_text("```bash cluster\nsbatch --array=0-3 jobs/shard.sbatch\n```\n")
+    assert static_problems(extract(lesson)[0], tmp_path, env) == [
+        "the job checker (python -m jobs check) is not in the kit yet"]
+    lesson.write_text("```bash cluster\nsbatch --array=0-3 --tim=5 jobs/shard.sbatch\n```\n")
+    assert any("sbatch --test-only" in p for p in static_problems(extract(lesson)[0], tmp_path, env))
 
 
 def test_diff_prints_one_function_and_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
