@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
 
     epoch_seconds, epoch_accuracy, data_wait, steps, images = [], [], 0.0, 0, 0
     test_loss, accuracy, test_seconds = float("nan"), float("nan"), 0.0
-    started_at = time.time()  # wall clock: lets jobs run side by side be lined up (lesson 10)
+    started_at = time.time()  # wall clock: jobs packed on one GPU are lined up by it (lesson 10)
     for epoch in range(1, args.epochs + 1):
         left = None if args.max_steps is None else args.max_steps - steps
         stats = train(args, model, device, train_loader, recipe.optimizer, epoch, max_steps=left, step=step)

@@ -9,7 +9,7 @@ By default the batch is PER GPU (weak scaling, as in NVIDIA's published numbers)
 N times as many images a step, and perfect scaling keeps images/s per GPU constant. With
 ``--global-batch`` the batch of a step is fixed and split over the N GPUs (strong scaling, as in
 DeepPool): each GPU's share shrinks as GPUs are added, until a step is too small to pay for the
-all-reduce (lesson 10).
+all-reduce (lesson 10, strong scaling).
 
     python benchmarks/resnet_bench.py --amp --channels-last --results-json r1.json
     torchrun --standalone --nproc_per_node=2 benchmarks/resnet_bench.py --amp --channels-last \\

@@ -1,7 +1,7 @@
 """Turn benchmark result files into scaling tables: images/s, speed-up and efficiency per GPU count.
 
 Reads the JSON written by ``resnet_bench.py --results-json`` and by ``mnist_ddp.py
---metrics-json``. Two views of the same runs (lesson 10):
+--metrics-json``. Two views of the same runs (lesson 10, strong scaling):
 
 * weak scaling: runs with the same batch PER GPU form a series (N GPUs do N times the work);
 * strong scaling: runs with the same GLOBAL batch form a series (N GPUs split one step's work).

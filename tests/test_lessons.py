@@ -21,7 +21,7 @@ LESSONS = lesson_files(REPO / "lessons")
 #: The lesson plan of issue 7; the files must exist, numbered in this order.
 PLAN = ["00-setup", "01-baseline", "02-profile", "03-apply-advice", "04-go-faster",
         "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency", "09-small-files",
-        "11-pipeline"]
+        "10-gpu-sharing", "11-pipeline"]
 
 
 # --- the marking machinery ---------------------------------------------------------------------
@@ -261,6 +261,8 @@ TOPICS = {
     8: ("efficiency", ("efficien", "seff", "sacct", "tensorboard")),
     9: ("small files", ("small files", "small jpeg", "shard", "webdataset", "stage", "staging", "folder", "i/o",
                         "sshfs", "grouping", "local disk")),
+    10: ("sharing", ("shar", "pack", "mps", "strong", "scaling", "global batch", "foreground", "background",
+                     "gpus")),
     11: ("pipeline", ("pipeline", "stage", "microbatch", "placement")),
 }
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
