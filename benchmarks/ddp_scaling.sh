@@ -14,7 +14,7 @@
 # A global batch that does not divide by a GPU count is refused before anything runs (exit 2).
 # Knobs (environment): PY, OUT, GPU_COUNTS, SCALING, RESNET_MODEL, RESNET_BATCH (per GPU), RESNET_IMAGE,
 # RESNET_WARMUP, RESNET_STEPS, MNIST_TRAIN, MNIST_BATCH (per GPU), MNIST_WORKERS, MNIST_EPOCHS,
-# STRONG_RESNET_BATCHES, STRONG_MNIST_BATCHES (global), SIGNAL_GPUS (GPUs for the signal-to-exit
+# STRONG_RESNET_BATCHES, STRONG_MNIST_BATCHES (global), STRONG_WARMUP, STRONG_STEPS, SIGNAL_GPUS (GPUs for the signal-to-exit
 # runs), SIGNAL_AFTER (seconds of training before it). Tables go to stdout and $OUT/summary.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,11 +35,13 @@ if [[ "${DDP_BENCH_TINY:-0}" == 1 ]]; then
   MNIST_TRAIN=${MNIST_TRAIN:-256} MNIST_BATCH=${MNIST_BATCH:-16} MNIST_WORKERS=${MNIST_WORKERS:-0}
   MNIST_EPOCHS=${MNIST_EPOCHS:-1} SIGNAL_GPUS=${SIGNAL_GPUS:-2} SIGNAL_AFTER=${SIGNAL_AFTER:-2}
   STRONG_RESNET_BATCHES=${STRONG_RESNET_BATCHES:-"8 16"} STRONG_MNIST_BATCHES=${STRONG_MNIST_BATCHES:-"32"}
+  STRONG_WARMUP=${STRONG_WARMUP:-$RESNET_WARMUP} STRONG_STEPS=${STRONG_STEPS:-$RESNET_STEPS}
   AMP=""
 else
   DEVICE=cuda
   STRONG_RESNET_BATCHES=${STRONG_RESNET_BATCHES:-"32 64 128 256 512"}
   STRONG_MNIST_BATCHES=${STRONG_MNIST_BATCHES:-"256 1024 4096"}
+  STRONG_WARMUP=${STRONG_WARMUP:-10} STRONG_STEPS=${STRONG_STEPS:-30}  # many short runs: fewer steps each
   have=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
   GPU_COUNTS=${GPU_COUNTS:-"1 2"}
   for n in $GPU_COUNTS; do
@@ -58,8 +60,6 @@ if [[ "$SCALING" != weak ]]; then
       (( g % n == 0 )) || { echo "ddp_scaling: global batch $g does not divide evenly over $n GPUs (try $(( g - g % n )) or $(( g - g % n + n )))" >&2; exit 2; }
     done
   done
-  # Strong runs are many and short: fewer timed steps unless asked for
-  RESNET_WARMUP=${STRONG_WARMUP:-$RESNET_WARMUP} RESNET_STEPS=${STRONG_STEPS:-$RESNET_STEPS}
 fi
 mkdir -p "$OUT" "$DATA"
 max_count=$(tr ' ' '\n' <<<"$GPU_COUNTS" | sort -n | tail -1)
@@ -102,18 +102,20 @@ fail() { echo "$1 failed; see $2" >&2; tail -20 "$2" >&2; exit 1; }
 done
 
 # 1b. strong scaling: each global batch on every GPU count, so each GPU's share shrinks
+strong_run() {  # strong_run KIND N G SCRIPT ARGS...: global batch G on N GPUs; writes strong-KIND-gG-N.*
+  local kind=$1 n=$2 g=$3; shift 3
+  echo "-- $kind on $n, global batch $g ($(( g / n )) per GPU)"
+  launch "$n" "$@" > "$OUT/strong-$kind-g$g-$n.log" 2>&1 \
+    || fail "$kind on $n at global batch $g" "$OUT/strong-$kind-g$g-$n.log"
+}
 [[ "$SCALING" == weak ]] || for n in $GPU_COUNTS; do
   for g in $STRONG_MNIST_BATCHES; do
-    echo "-- MNIST DDP on $n, global batch $g ($(( g / n )) per GPU)"
-    launch "$n" multi_gpu/mnist_ddp.py "${mnist_args[@]}" --batch-size "$g" \
-      --metrics-json "$OUT/strong-mnist-g$g-$n.json" > "$OUT/strong-mnist-g$g-$n.log" 2>&1 \
-      || fail "MNIST on $n at global batch $g" "$OUT/strong-mnist-g$g-$n.log"
+    strong_run mnist "$n" "$g" multi_gpu/mnist_ddp.py "${mnist_args[@]}" --batch-size "$g" \
+      --metrics-json "$OUT/strong-mnist-g$g-$n.json"
   done
   for g in $STRONG_RESNET_BATCHES; do
-    echo "-- $RESNET_MODEL on $n, global batch $g ($(( g / n )) per GPU)"
-    launch "$n" benchmarks/resnet_bench.py "${resnet_args[@]}" --global-batch "$g" \
-      --results-json "$OUT/strong-resnet-g$g-$n.json" > "$OUT/strong-resnet-g$g-$n.log" 2>&1 \
-      || fail "$RESNET_MODEL on $n at global batch $g" "$OUT/strong-resnet-g$g-$n.log"
+    strong_run resnet "$n" "$g" benchmarks/resnet_bench.py "${resnet_args[@]}" --global-batch "$g" \
+      --results-json "$OUT/strong-resnet-g$g-$n.json" --warmup-steps "$STRONG_WARMUP" --steps "$STRONG_STEPS"
   done
 done
 
