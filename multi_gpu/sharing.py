@@ -63,7 +63,11 @@ class MpsDaemon:
         # SIGTERM (a job's time limit, scancel) must reach the finally that stops the daemon
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._old_handlers[sig] = signal.signal(sig, self._raise)
-        subprocess.run([MPS_CONTROL, "-d"], env={**os.environ, **self.env}, check=True, timeout=30)
+        try:
+            subprocess.run([MPS_CONTROL, "-d"], env={**os.environ, **self.env}, check=True, timeout=30)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     @staticmethod

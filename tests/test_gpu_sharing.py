@@ -6,6 +6,7 @@ runs with --quick (tiny CPU jobs, MPS skipped), so a renamed flag or a broken ta
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -87,3 +88,24 @@ def test_quick_pack_runs_the_gpu_code_path_on_cpu(python_exe, repo, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("pack-*.log")) == [
         "pack-resnet18-plain-n1-job0.log", "pack-resnet18-plain-n2-job0.log", "pack-resnet18-plain-n2-job1.log"]
     assert "| resnet18 | plain | 2 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_mps_daemon_is_started_private_and_always_stopped(tmp_path, monkeypatch):
+    """The lifecycle, with a stand-in for nvidia-cuda-mps-control (this machine has no GPU): started
+    with its own pipe and log folders, and sent `quit` even when the block fails."""
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "bin" / sharing.MPS_CONTROL
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/bash\nin=""; [[ "$*" == "-d" ]] || in=$(cat)\n'
+                    f'echo "args=$* stdin=$in pipe=$CUDA_MPS_PIPE_DIRECTORY log=$CUDA_MPS_LOG_DIRECTORY" >> {calls}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    with pytest.raises(RuntimeError, match="a job failed"):
+        with sharing.MpsDaemon() as mps:
+            folder = mps.folder
+            assert Path(mps.env["CUDA_MPS_PIPE_DIRECTORY"]).is_dir()
+            raise RuntimeError("a job failed")
+    start, stop = calls.read_text().splitlines()
+    assert start == f"args=-d stdin= pipe={folder}/pipe log={folder}/log"
+    assert stop == f"args= stdin=quit pipe={folder}/pipe log={folder}/log"
+    assert not folder.exists()
