@@ -130,13 +130,15 @@ def run_together(commands: list[list[str]], logs: list[Path], cpus: list[list[in
 
     If one fails to start or the wait is interrupted, the others are stopped, not left behind."""
     procs: list[subprocess.Popen] = []
+    # taskset, not preexec_fn: a child forked while the GPU sampler's thread runs must not run Python
+    pin = shutil.which("taskset")
     try:
         for i, (command, log, mine) in enumerate(zip(commands, logs, cpus)):
             with open(log, "w") as out:
                 procs.append(subprocess.Popen(
-                    command, stdout=out, stderr=subprocess.STDOUT,
-                    env={**os.environ, **env, **((job_env or [{}] * len(commands))[i])},
-                    preexec_fn=lambda mine=mine: os.sched_setaffinity(0, mine)))
+                    ([pin, "-c", ",".join(map(str, mine))] if pin else []) + command,
+                    stdout=out, stderr=subprocess.STDOUT,
+                    env={**os.environ, **env, **((job_env or [{}] * len(commands))[i])}))
         return [p.wait() for p in procs]
     finally:
         for p in procs:
