@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -176,7 +177,8 @@ def fgbg(bench: Bench, use_mps: bool) -> None:
 
     def one(name: str, env: dict[str, str], bg_env: dict[str, str] | None, with_fg: bool = True,
             with_bg: bool = True) -> dict:
-        paths = [bench.out / f"fgbg-{name}-{who}.json" for who, on in (("fg", with_fg), ("bg", with_bg)) if on]
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")  # "MPS, background cap 25 %": mps-background-cap-25
+        paths = [bench.out / f"fgbg-{slug}-{who}.json" for who, on in (("fg", with_fg), ("bg", with_bg)) if on]
         commands, job_env = [], []
         if with_fg:
             commands.append(bench.resnet(paths[0], fg_model, fg_batch, fg_seconds))
