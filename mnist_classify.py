@@ -528,6 +528,7 @@ def main(argv: list[str] | None = None) -> int:
 
     epoch_seconds, epoch_accuracy, data_wait, steps, images = [], [], 0.0, 0, 0
     test_loss, accuracy, test_seconds = float("nan"), float("nan"), 0.0
+    started_at = time.time()  # wall clock: jobs packed on one GPU are lined up by it (lesson 10)
     for epoch in range(1, args.epochs + 1):
         left = None if args.max_steps is None else args.max_steps - steps
         stats = train(args, model, device, train_loader, recipe.optimizer, epoch, max_steps=left, step=step)
@@ -545,6 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         if stats["stopped"]:
             break
 
+    ended_at = time.time()
     if board is not None:
         board.close()
     train_seconds = sum(epoch_seconds)
@@ -558,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             "epoch_test_accuracy": epoch_accuracy,
             "data_wait_seconds": data_wait, "data_wait_fraction": data_wait / train_seconds,
             "test_loss": test_loss, "test_accuracy": accuracy, "test_seconds": test_seconds,
-            "steps": steps, "train_images": images,
+            "steps": steps, "train_images": images, "train_started_at": started_at, "train_ended_at": ended_at,
             "settings": settings(args, device, ctx, train_ds, test_ds)})
     return 0
 

@@ -5,12 +5,16 @@ more GPUs barely help. A ResNet-50 step is long enough to hide the all-reduce be
 which is the case DDP is built for. The data is generated once and stays on the GPU, so the
 number measures the model and the communication, not the file system.
 
-The batch here is PER GPU (weak scaling, as in NVIDIA's published numbers): N GPUs process N
-times as many images a step, and perfect scaling keeps images/s per GPU constant.
+By default the batch is PER GPU (weak scaling, as in NVIDIA's published numbers): N GPUs process
+N times as many images a step, and perfect scaling keeps images/s per GPU constant. With
+``--global-batch`` the batch of a step is fixed and split over the N GPUs (strong scaling, as in
+DeepPool): each GPU's share shrinks as GPUs are added, until a step is too small to pay for the
+all-reduce (lesson 10, strong scaling).
 
     python benchmarks/resnet_bench.py --amp --channels-last --results-json r1.json
     torchrun --standalone --nproc_per_node=2 benchmarks/resnet_bench.py --amp --channels-last \\
         --results-json r2.json --baseline-json r1.json        # adds the scaling efficiency
+    torchrun --standalone --nproc_per_node=2 benchmarks/resnet_bench.py --amp --global-batch 128
 """
 from __future__ import annotations
 
@@ -39,11 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=MODELS, default="resnet50")
     p.add_argument("--per-gpu-batch", type=positive_int, default=256, metavar="N",
                    help="images per process per step (weak scaling)")
+    p.add_argument("--global-batch", type=positive_int, default=None, metavar="N",
+                   help="images per step over all processes, split evenly (strong scaling; wins over "
+                        "--per-gpu-batch); must divide by the process count")
     p.add_argument("--image-size", type=positive_int, default=224, metavar="PX")
     p.add_argument("--classes", type=positive_int, default=1000)
     p.add_argument("--warmup-steps", type=positive_int, default=20,
                    help="untimed steps first (cuDNN autotuning, NCCL set-up, allocator warm-up)")
     p.add_argument("--steps", type=positive_int, default=50, help="timed steps")
+    p.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                   help="time the steps of this many seconds instead of --steps (a job that must "
+                        "outlast another one, lesson 10's foreground/background)")
+    p.add_argument("--step-times", action="store_true",
+                   help="record each timed step's end (wall clock, synchronised): lets another "
+                        "job's window be cut out of this one's")
     p.add_argument("--amp", action="store_true", help="bf16 autocast (CUDA)")
     p.add_argument("--channels-last", action="store_true", help="NHWC layout for model and data")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -84,7 +97,16 @@ def main(argv: list[str] | None = None) -> int:
             baseline = json.loads(args.baseline_json.read_text())
         except (OSError, ValueError) as exc:
             parser.error(f"cannot read --baseline-json {args.baseline_json}: {exc}")
+    if args.duration is not None and not args.duration > 0:
+        parser.error(f"--duration {args.duration} must be a positive number of seconds")
     dist = dist_env.read_env()
+    if args.global_batch is not None:  # before any process group: every rank refuses alike
+        if args.global_batch % dist.world_size:
+            lower = args.global_batch - args.global_batch % dist.world_size
+            parser.error(f"--global-batch {args.global_batch} does not divide evenly over "
+                         f"{dist.world_size} processes (try {lower or dist.world_size} or "
+                         f"{lower + dist.world_size})")
+        args.per_gpu_batch = args.global_batch // dist.world_size
     device = dist_env.local_device(args.device, dist.local_rank)
     dist_env.init_process_group(dist, "nccl" if device.type == "cuda" else "gloo")
     torch.backends.cudnn.benchmark = True
@@ -118,11 +140,15 @@ def main(argv: list[str] | None = None) -> int:
                           dist, device, guard)
     if dist.is_main and args.until_signal:
         print("resnet_bench: warmed up, training until a signal", flush=True)
-    started = time.perf_counter()
-    steps = 0
-    while steps < args.steps or args.until_signal:
+    started, wall_started = time.perf_counter(), time.time()
+    steps, step_ends = 0, []
+    while args.until_signal or (steps < args.steps if args.duration is None
+                                else time.perf_counter() - started < args.duration):
         step()
         steps += 1
+        if args.step_times:
+            _sync(device)
+            step_ends.append(time.time())
         if args.until_signal and hook(steps, 0.0):
             break
     _sync(device)
@@ -131,11 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "benchmark": f"{args.model}{'-bf16' if use_amp else ''}{'-cl' if args.channels_last else ''}",
         "model": args.model, "world_size": dist.world_size, "launcher": dist.launcher,
+        "scaling": "weak" if args.global_batch is None else "strong",
         "per_gpu_batch": args.per_gpu_batch, "global_batch": args.per_gpu_batch * dist.world_size,
         "image_size": args.image_size, "amp_bf16": use_amp, "channels_last": args.channels_last,
         "warmup_steps": args.warmup_steps, "steps": steps, "seconds": seconds,
         "images_per_sec_total": sum(per_rank), "images_per_sec_per_gpu": sum(per_rank) / dist.world_size,
         "per_rank_images_per_sec": per_rank, "device": str(device),
+        "timed_start": wall_started, "timed_end": wall_started + seconds,
+        **({"step_ends": step_ends} if args.step_times else {}),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__, "torchvision": torchvision.__version__,
     }

@@ -230,6 +230,21 @@ def array_tasks_share_a_log(job: JobScript, res: Resources) -> Numbers | None:
     return None
 
 
+def shards_with_gpus(job: JobScript, res: Resources) -> Numbers | None:
+    """`--gres=shard:N` beside whole GPUs: Slurm 22.05 refuses the job at submission."""
+    gres = job.get("gres") or ""
+    items = [g.split("(")[0].split(":") for g in gres.split(",") if g]
+    shards = [":".join(i) for i in items if i[0] == "shard"]
+    if not shards:
+        return None
+    whole = [f"--gres={':'.join(i)}" for i in items if i[0] == "gpu"]
+    whole += [f"--{name}={job.get(name)}" for name in ("gpus", "gpus-per-node", "gpus-per-task")
+              if job.get(name)]
+    if not whole:
+        return None
+    return {"shards": f"--gres={','.join(shards)}", "gpus": " and ".join(whole), "where": _where(job, "gres")}
+
+
 RULES: tuple[Rule, ...] = (
     Rule("cpus-for-workers", "error", too_few_cpus,
          "{stated} gives {cpus} CPU(s) to {many}{total} loader worker(s) (num_workers={workers}: {source}), so "
@@ -244,6 +259,10 @@ RULES: tuple[Rule, ...] = (
          "--time={value}{where} is not a form Slurm accepts: use minutes, MM:SS, HH:MM:SS, "
          "D-HH, D-HH:MM or D-HH:MM:SS (e.g. 01:30:00)"),
     Rule("memory-unit", "error", memory_without_unit, "{option} {problem}"),
+    Rule("shard-with-gpu", "error", shards_with_gpus,
+         "{shards}{where} asks for shares of a GPU beside whole GPUs ({gpus}), which Slurm refuses at "
+         "submission (Invalid generic resource specification): ask for either --gres=shard:N (a share "
+         "of one GPU) or whole GPUs, not both"),
     Rule("unsafe-name", "error", unsafe_names,
          "{option} contains {chars}: #SBATCH lines are not run by a shell (no $VAR or ~ expansion) "
          "and such names break the commands built from them; use letters, digits, - _ . / and %j-style patterns"),

@@ -7,8 +7,9 @@ What can be checked on a laptop with the Slurm sandbox, is:
 * every ``make TARGET`` exists (``make -n``);
 * every job script given to ``sbatch`` passes the job checker (``python -m jobs check``) and
   ``sbatch --test-only`` with the same options. A request bigger than the one-node sandbox (more
-  nodes, CPUs, GPUs or memory than it has) is tried again shrunk to fit, without the site's
-  partition and account: Slurm must then accept every other directive of the script;
+  nodes, CPUs, GPUs or memory than it has, or GPU shards where it offers none) is tried again
+  shrunk to fit, without the site's partition and account: Slurm must then accept every other
+  directive of the script;
 * every ``SCRIPT.py ARGS`` (also after srun, torchrun or ``profiling run --``) parses with the
   script's own ``build_parser()``, so a renamed flag breaks the lesson here, not in a workshop.
 """
@@ -81,13 +82,24 @@ def _sbatch_problems(words: list[str], root: Path, env: dict[str, str]) -> list[
     options = _without_site_options([o for o in options
                                      if o not in ("--wait", "-W", "--parsable") and "$" not in o])
     code, out = _run(["sbatch", "--test-only", *options, script], root, env, timeout=30)
-    if code != 0 and any(msg in out for msg in _TOO_BIG):
+    if code != 0 and any(msg in out for msg in _TOO_BIG) or _shards_unknown_here(code, out, script, options, root, env):
         # Valid, but cluster-sized: the same directives, shrunk to fit, must still be accepted.
         local = options + _SHRINK
         code, out = _run(["sbatch", "--test-only", *local, script], root, env, timeout=30)
     if code != 0:
         problems.append(f"sbatch --test-only {' '.join(options + [script])}: exit {code}: {out}")
     return problems
+
+
+def _shards_unknown_here(code: int, out: str, script: str, options: list[str], root: Path,
+                         env: dict[str, str]) -> bool:
+    """A shard request (lesson 10) refused only because this sandbox offers no gres/shard: the other
+    directives are then tried with a whole GPU. A sandbox with shards tests the request as it is."""
+    if code == 0 or "Invalid generic resource" not in out:
+        return False
+    asked = any("shard" in o for o in options) or "shard:" in (root / script).read_text(errors="replace")
+    _, offered = _run(["sinfo", "-h", "-o", "%G"], root, env, timeout=30)
+    return asked and "shard" not in offered
 
 
 def _without_site_options(options: list[str]) -> list[str]:

@@ -70,6 +70,10 @@ ERRORS = [
     ("nodes-no-srun", "--nodes=2;--ntasks-per-node=1;--gres=gpu:4",
      "torchrun --nnodes=2 --nproc_per_node=4 --rdzv_backend=c10d multi_gpu/mnist_ddp.py",
      "many-nodes-without-srun", "--nodes=2 but no command is started with srun"),
+    ("shard-beside-gpu", "--gres=gpu:1,shard:1", "python x.py", "shard-with-gpu",
+     "--gres=shard:1 (line 2) asks for shares of a GPU beside whole GPUs (--gres=gpu:1)"),
+    ("shard-beside-gpus-option", "--gpus=1;--gres=shard:2", "python x.py", "shard-with-gpu",
+     "--gpus=1), which Slurm refuses at submission"),
 ]
 
 WARNINGS = [
@@ -114,6 +118,7 @@ GOOD = [
     "--nodes=2;--ntasks-per-node=4;--gres=gpu:4;--cpus-per-task=8;--time=1-00:00",
     "--mem=0;--time=unlimited;-c 4",
     "--mem=16000M;--output=logs/%x-%A_%a.out;--job-name=mnist.v2_run-1;-c4",
+    "--gres=shard:2;--cpus-per-task=4",  # a share of one GPU alone is fine
 ]
 
 

@@ -162,6 +162,27 @@ def test_sweep_array_refuses_an_array_that_does_not_match_the_settings(ctx):
     assert "SWEEP_WORKERS has 2 settings but the array has 3 tasks: submit with --array=0-1" in log
 
 
+# ---------------------------------------------------------------- lesson 10: many tasks, one GPU
+@pytest.mark.slow
+def test_pack_one_gpu_runs_four_trainings_at_once_one_log_each(ctx, slurm):
+    """4 srun --overlap steps in one --gres=gpu:1 job on 2 CPUs: all train, at the same time."""
+    job = submit(ctx, "--cpus-per-task=2", "--mem=4G", template(ctx["repo"], "pack-one-gpu.sbatch"), *TINY,
+                 "--max-steps", "4", env={"PACK_TASKS": "4"})
+    wait_gone([job], timeout=240)
+    assert_completed(ctx, job, "mnist-pack-*.out")
+    folder = ctx["cwd"] / "runs" / f"pack-{job}"
+    assert sorted(p.name for p in folder.glob("task-*.log")) == [f"task-{i}.log" for i in range(1, 5)]
+    for i in range(1, 5):
+        result = metrics(folder / f"task-{i}.json")
+        assert result["steps"] == 4 and result["settings"]["seed"] == i, result
+        assert "Train Epoch: 1" in (folder / f"task-{i}.log").read_text()
+    steps = {k: v for k, v in slurm.sacct(job, "JobID,JobName,State,Start,End").items()
+             if k.split(".")[-1].isdigit() and "." in k}
+    assert len(steps) == 4 and {s["State"] for s in steps.values()} == {"COMPLETED"}, steps
+    # every step started before any step ended: they ran at once, not one after another
+    assert max(s["Start"] for s in steps.values()) <= min(s["End"] for s in steps.values()), steps
+
+
 # ---------------------------------------------------------------- lesson 5: DDP on one node
 @pytest.mark.slow
 def test_ddp_node_srun_and_torchrun_variants_train_two_ranks(ctx):

@@ -21,7 +21,7 @@ LESSONS = lesson_files(REPO / "lessons")
 #: The lesson plan of issue 7; the files must exist, numbered in this order.
 PLAN = ["00-setup", "01-baseline", "02-profile", "03-apply-advice", "04-go-faster",
         "05-ddp-one-node", "06-many-nodes", "07-preemption", "08-efficiency", "09-small-files",
-        "11-pipeline"]
+        "10-gpu-sharing", "11-pipeline"]
 
 
 # --- the marking machinery ---------------------------------------------------------------------
@@ -139,6 +139,14 @@ def test_cluster_sized_job_scripts_are_checked_shrunk_but_bad_options_fail(slurm
     lesson.write_text("```bash cluster\nsbatch --gpus-per-nodes=4 jobs/big.sbatch\n```\n")
     problems = static_problems(extract(lesson)[0], tmp_path, env)
     assert any("unrecognized option" in p for p in problems), problems
+    # a shard request (lesson 10): tried with a whole GPU where the sandbox has no shards, still checked
+    (tmp_path / "jobs" / "shard.sbatch").write_text(
+        "#!/bin/bash\n#SBATCH --gres=shard:1\n#SBATCH --cpus-per-task=1\n#SBATCH --time=00:05:00\ntrue\n")
+    lesson.write_text("```bash cluster\nsbatch --array=0-3 jobs/shard.sbatch\n```\n")
+    assert static_problems(extract(lesson)[0], tmp_path, env) == [
+        "the job checker (python -m jobs check) is not in the kit yet"]
+    lesson.write_text("```bash cluster\nsbatch --array=0-3 --tim=5 jobs/shard.sbatch\n```\n")
+    assert any("sbatch --test-only" in p for p in static_problems(extract(lesson)[0], tmp_path, env))
 
 
 def test_diff_prints_one_function_and_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -253,6 +261,8 @@ TOPICS = {
     8: ("efficiency", ("efficien", "seff", "sacct", "tensorboard")),
     9: ("small files", ("small files", "small jpeg", "shard", "webdataset", "stage", "staging", "folder", "i/o",
                         "sshfs", "grouping", "local disk")),
+    10: ("sharing", ("shar", "pack", "mps", "strong", "scaling", "global batch", "foreground", "background",
+                     "gpus")),
     11: ("pipeline", ("pipeline", "stage", "microbatch", "placement")),
 }
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),

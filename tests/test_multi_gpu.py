@@ -261,3 +261,55 @@ def test_no_checkpoints_is_a_do_nothing_hook_with_the_same_interface(tmp_path):
     set_up = start_checkpointing(args, None, None, None, one, torch.device("cpu"), ())
     assert isinstance(set_up.hook, NoCheckpoints) and set_up.rng_state is None and set_up.resumed_from is None
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+# ----------------------------------------------------------------------------- strong scaling (lesson 10)
+def _strong(tmp_path, name: str, gpus: int, global_batch: int, total: float):
+    path = tmp_path / f"{name}-g{global_batch}-{gpus}.json"
+    path.write_text(json.dumps({"benchmark": name, "world_size": gpus, "per_gpu_batch": global_batch // gpus,
+                                "global_batch": global_batch, "images_per_sec_total": total}))
+    return path
+
+
+def test_strong_scaling_series_share_a_global_batch_and_say_where_more_gpus_stop_paying(tmp_path):
+    from multi_gpu import scaling
+
+    files = [_strong(tmp_path, "resnet50-bf16-cl", gpus, g, total) for gpus, g, total in (
+        (1, 64, 1000.0), (2, 64, 1500.0), (1, 128, 1000.0), (2, 128, 1850.0), (1, 256, 1000.0), (2, 256, 1980.0))]
+    rows = [scaling.load_result(f) for f in files]
+    strong = scaling.scaling_table(rows, "strong")
+    assert list(strong["global_batch"]) == [64, 64, 128, 128, 256, 256]
+    assert list(strong["speedup"].round(2)) == [1.0, 1.5, 1.0, 1.85, 1.0, 1.98]
+    # the same runs seen as weak scaling: 64 and 128 per GPU on 1 and 2 GPUs; 32 per GPU is alone, left out
+    weak = scaling.scaling_table(rows, "weak")
+    assert list(zip(weak["batch_per_gpu"], weak["gpus"])) == [(64, 1), (64, 2), (128, 1), (128, 2)]
+    assert scaling.where_it_stops_paying(strong) == [
+        "resnet50-bf16-cl on 2 GPUs: pays down to 64 images per GPU (1.85x, 92 %); "
+        "stops paying at 32 per GPU (1.50x, 75 %)"]
+    assert "| resnet50-bf16-cl | 128 | 2 | 64 | 1,850 | 925 | 1.85x | 92.5 % |" in scaling.to_markdown(strong, "strong")
+    assert scaling.main([*map(str, files), "--plot", str(tmp_path / "s.png"), "--csv", str(tmp_path / "s.csv")]) == 0
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import pandas as pd
+
+    assert set(pd.read_csv(tmp_path / "s.csv")["scaling"]) == {"weak", "strong"}
+
+
+def test_resnet_bench_refuses_a_global_batch_that_does_not_divide(python_exe, repo, tmp_path):
+    env = subprocess_env({"RANK": "0", "WORLD_SIZE": "3", "LOCAL_RANK": "0"})  # rank 0 of 3, before rendezvous
+    out = subprocess.run([python_exe, str(repo / "benchmarks" / "resnet_bench.py"), "--global-batch", "64",
+                          "--device", "cpu"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines()[-1].endswith(
+        "--global-batch 64 does not divide evenly over 3 processes (try 63 or 66)")
+    assert "Traceback" not in out.stderr
+
+
+def test_strong_scaling_benchmark_refuses_an_uneven_split_before_running(repo, tmp_path):
+    env = subprocess_env({"DDP_BENCH_TINY": "1", "SCALING": "strong", "GPU_COUNTS": "1 2 3",
+                          "STRONG_RESNET_BATCHES": "24 32", "OUT": str(tmp_path / "out")})
+    out = subprocess.run(["bash", str(repo / "benchmarks" / "ddp_scaling.sh")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        "ddp_scaling: global batch 32 does not divide evenly over 3 GPUs (try 30 or 33)"]
+    assert not (tmp_path / "out").exists()  # nothing started, nothing written
