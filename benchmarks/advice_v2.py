@@ -12,10 +12,12 @@ OUT/summary.md gathers them. From the repository root, on the H100 (16 cores):
 
     PYTHONUNBUFFERED=1 python3 benchmarks/advice_v2.py --out "$OUT"
 
-About 21 training processes in all. Sized for under 4 minutes on a 16-core H100 node from the v1
-benchmark's figures (about 7-10 s of start-up per process, 3.1-8.7 s per 60k epoch); that estimate
-is not a measurement. If it runs long, run one workload per call (`--workloads mnist`, then
-`--workloads mnist-heavy-aug`): each workload's summary is written as soon as it is done.
+Each sweep setting runs twice (`--repeats`, interleaved; the fastest is kept) on a whole 60k
+epoch (30k with the heavy augmentation): single 1.5 s epochs moved by ~10 % between neighbours,
+as much as the goal. That is over 600 s for both workloads, so on the device run one per call
+(`--workloads mnist`, then `--workloads mnist-heavy-aug`): each workload's summary is written as
+soon as it is done. Each summary also shows what other margins would have advised (for calibrating
+profiling.curve.CURVE_MARGIN on one machine and checking it on another).
 `--quick` is a CPU smoke test (tiny data, workers 0,1).
 """
 from __future__ import annotations
@@ -26,18 +28,36 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
-from profiling.cpu_rule import cpus_for_workers
+from profiling.cpu_rule import cpus_for_workers, first_cpus
+from profiling.curve import choose_workers
 from profiling.report import build_report
-from profiling.sweep import first_cpus
 
 REPO = Path(__file__).resolve().parents[1]
 
 WITHIN = 1.05        # advised epoch within 5 % of the best
 KNEE_SLACK = 2       # at most the knee + 2 workers
 WORKLOADS = {"mnist": [], "mnist-heavy-aug": ["--augment", "heavy"]}
+WHAT_IF_MARGINS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)  # the advice this run's curve gives at other margins
+
+
+def what_if(curve, compute_s: float, worker_cap: int, ok: pd.DataFrame, best: float) -> list[dict]:
+    """For each margin: the k the curve would advise, and its epoch time against the best (linear
+    between swept settings when k was not swept: marked interpolated). For calibrating CURVE_MARGIN."""
+    swept = ok["epoch_seconds"].sort_index()
+    rows = []
+    for margin in WHAT_IF_MARGINS:
+        choice = choose_workers(curve, compute_s, worker_cap, margin)
+        if choice is None:
+            continue
+        k = choice.workers
+        epoch = float(np.interp(k, swept.index.to_numpy(), swept.to_numpy()))
+        rows.append({"margin": margin, "workers": k, "ratio": round(epoch / best, 3),
+                     "interpolated": k not in swept.index})
+    return rows
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,16 +65,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("runs/advice_v2"))
     p.add_argument("--workers", default="0,1,2,4,6,8,12,16")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
-    p.add_argument("--train-samples", type=int, default=20_000, help="plain MNIST (its per-batch cost is unchanged)")
-    p.add_argument("--heavy-train-samples", type=int, default=10_000, help="MNIST with --augment heavy")
+    p.add_argument("--train-samples", type=int, default=60_000, help="plain MNIST: the whole set, as shipped")
+    p.add_argument("--heavy-train-samples", type=int, default=30_000,
+                   help="MNIST with --augment heavy (half the set: a 60k epoch at 0-1 workers runs ~50 s)")
+    p.add_argument("--repeats", type=int, default=2, help="runs per sweep setting; the fastest is kept")
     p.add_argument("--test-samples", type=int, default=1_000)
-    p.add_argument("--curve-seconds", type=float, default=1.0)
+    p.add_argument("--curve-seconds", type=float, default=3.0)
     p.add_argument("--data-dir", type=Path, default=Path("data"))
     p.add_argument("--quick", action="store_true", help="CPU smoke test: tiny data, workers 0,1")
     args = p.parse_args(argv)
     if args.quick:
         args.workers, args.train_samples, args.heavy_train_samples, args.test_samples = "0,1", 640, 320, 128
-        args.curve_seconds = 0.3
+        args.curve_seconds, args.repeats = 0.3, 1
     return args
 
 
@@ -83,7 +105,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     print(f"   advice ({numbers.basis}): num_workers={advice.num_workers}, --cpus-per-task={advice.cpus_per_task}; "
           f"bare-profile estimate: {estimate}")
     sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", args.workers, "--lprof", str(lprof),
-                 "--output-dir", str(out / "sweep"), "--gpus", str(gpus), "--", *command]
+                 "--output-dir", str(out / "sweep"), "--gpus", str(gpus), "--repeats", str(args.repeats),
+                 "--", *command]
     step(f"{name}: 2. sweep num_workers over {args.workers}", sweep_cmd, out / "sweep.log", ok_codes=(0, 1))
     sweep = pd.read_csv(out / "sweep" / "sweep.csv")
     ok = sweep[sweep["status"] == "ok"].set_index("workers")
@@ -91,6 +114,7 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     best_w = int(ok["epoch_seconds"].idxmin())
     best = float(ok.loc[best_w, "epoch_seconds"])
     k = advice.num_workers
+    batch = (report.curve.batch_size if report.curve is not None else None) or 64
     advised = float(ok.loc[k, "epoch_seconds"]) if k in ok.index else float("nan")
     node_share = len(first_cpus(10_000))  # the node's cores for this one GPU: what "ask for everything" gets
     asked = cpus_for_workers(k, gpus) if k is not None else None
@@ -103,11 +127,20 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         "cpu_hours_saved_per_gpu_hour": node_share - asked if asked is not None else None,
         "curve": {p.workers: round(p.batches_per_s, 1) for p in report.curve.points} if report.curve else None,
         "compute_ms_per_batch": numbers.compute_ms, "reasons": advice.reasons,
+        # the loop's fastest step in the sweep (images/s over the batch size): what the profiled
+        # compute per batch (at num_workers=1, GPU mostly idle) is meant to predict
+        "fed_ms_per_batch": 1e3 * batch / float(ok["images_per_sec"].max()),
+        "what_if_margins": what_if(report.curve, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best)
+        if report.curve is not None and numbers.compute_ms else [],
         "sweep": json.loads(ok.reset_index().to_json(orient="records"))}
     lines = [f"## {name}", "", f"`{result['command']}`", "",
              f"advice ({numbers.basis}, from a profile at num_workers=1): num_workers={k}, --cpus-per-task={asked}; "
              f"the bare profile's estimate: {estimate}",
-             f"loader curve (k: batches/s): {result['curve']}; compute {numbers.compute_ms:.2f} ms/batch", "",
+             f"loader curve (k: batches/s): {result['curve']}; compute {numbers.compute_ms:.2f} ms/batch profiled, "
+             f"{result['fed_ms_per_batch']:.2f} ms/batch at the sweep's best",
+             "what other margins would advise (k, vs best): " + ", ".join(
+                 f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
+                 for w in result["what_if_margins"]), "",
              "| num_workers | cpus | images/s | epoch s | vs best |", "|---:|---:|---:|---:|---:|"]
     for w, row in ok.iterrows():
         lines.append(f"| {w}{' (advised)' if w == k else ''} | {row['cpus']} | {row['images_per_sec']:.0f} | "

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiling.report import build_report
-from profiling.sweep import first_cpus
+from profiling.cpu_rule import first_cpus
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 1.10     # advised epoch time within 10 % of the best

@@ -14,6 +14,7 @@ It imports nothing from the kit, so a job template can run it as a file before a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 MAIN_CPUS_GPU_PINNED = 2
@@ -34,6 +35,12 @@ def cpus_for_workers(workers: int, gpus: int, pin_memory: bool | None = None) ->
 def workers_for_cpus(cpus: int, gpus: int, pin_memory: bool | None = None) -> int:
     """The most DataLoader workers that fit in `cpus` beside the main process."""
     return max(cpus - main_process_cpus(gpus, pin_memory), 0)
+
+
+def first_cpus(count: int, mask: set[int] | None = None) -> set[int]:
+    """The first `count` CPUs of `mask` (this process's, by default; all of them when there are fewer):
+    what `--cpus-per-task=count` would leave a job, so a local run can be held to the same share."""
+    return set(sorted(os.sched_getaffinity(0) if mask is None else mask)[:max(count, 1)])
 
 
 def main(argv: list[str] | None = None) -> int:

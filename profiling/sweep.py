@@ -31,7 +31,7 @@ import pandas as pd
 
 from profiling import capture
 from profiling.argv import strip_flags
-from profiling.cpu_rule import cpus_for_workers
+from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
@@ -102,12 +102,6 @@ def read_metrics(path: Path) -> tuple[float, float]:
     data = json.loads(path.read_text(encoding="utf-8"))
     epochs = data.get("epoch_seconds") or [math.nan]
     return float(data["images_per_sec"]), float(sum(epochs) / len(epochs))
-
-
-def first_cpus(count: int) -> set[int]:
-    """The first `count` CPUs of this process's mask (all of them when there are fewer): what
-    `--cpus-per-task=count` would leave a job, so a local run can be held to the same share."""
-    return set(sorted(os.sched_getaffinity(0))[:count])
 
 
 def _row(s: Setting, cpus: int, status: str, detail: str) -> dict:
