@@ -123,11 +123,11 @@ LINEAR = {0: 80, 1: 100, 2: 200, 4: 400, 8: 800, 14: 1400}  # 100 batches/s per 
 FLAT = {0: 80, 1: 100, 2: 190, 4: 300, 8: 310, 14: 305}     # levels off at about 300
 CASES = [
     # (name, curve, compute ms, CPUs, expected workers, expected rule)
-    ("keeps up at k", LINEAR, 2.0, 16, 7, "workers_from_curve"),         # 625 batches/s needs 6.25 -> 7
-    ("keeps up at 1", LINEAR, 20.0, 16, 1, "workers_from_curve"),        # 62.5 batches/s: one worker
-    ("never keeps up", FLAT, 1.0, 16, 4, "never_keeps_up"),              # 1250 needed, ~300 at best from 4
-    ("CPU-capped", LINEAR, 1.0, 6, 4, "capped_by_cpus"),                 # 1250 needed, 6 CPUs hold 4 workers
-    ("between measured k", LINEAR, 2.0, 8, 6, "capped_by_cpus"),         # 625 needed, 600 at k=6 (interpolated)
+    ("keeps up at k", LINEAR, 2.5, 16, 8, "workers_from_curve"),         # 2 / 2.5 ms = 800 batches/s -> 8
+    ("keeps up at 1", LINEAR, 25.0, 16, 1, "workers_from_curve"),        # 80 batches/s: one worker
+    ("never keeps up", FLAT, 1.0, 16, 4, "never_keeps_up"),              # 2000 needed, ~300 at best from 4
+    ("CPU-capped", LINEAR, 1.0, 6, 4, "capped_by_cpus"),                 # 2000 needed, 6 CPUs hold 4 workers
+    ("between measured k", LINEAR, 3.5, 16, 6, "workers_from_curve"),    # 571 needed: 600 at k=6, between 4 and 8
     ("no workers needed", {0: 5000, 1: 4000, 2: 6000}, 10.0, 16, 0, "no_workers_needed"),
 ]
 
@@ -153,9 +153,9 @@ def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estim
 
 
 def test_a_curve_can_ask_for_fewer_workers_than_a_compute_bound_run_used():
-    """A run at 12 workers that never waited: the curve says 3 suffice, and frees 9 CPUs."""
+    """A run at 12 workers that never waited: the curve says 4 suffice, and frees 8 CPUs."""
     advice = advise(_loop(0.05, 5.0), JobFacts(cpus=16, gpus=1, num_workers=12), curve=_curve(LINEAR))
-    assert advice.num_workers == 3 and "compute_bound" in advice.fired_rules  # 250 batches/s needed
+    assert advice.num_workers == 4 and "compute_bound" in advice.fired_rules  # 2 / 5 ms = 400 batches/s needed
 
 
 # --------------------------------------------------------------------------- a bare .lprof: the estimate
@@ -190,7 +190,7 @@ def test_the_curve_beside_a_profile_turns_the_estimate_into_a_measurement(tmp_pa
     write_outputs(_curve(LINEAR), tmp_path / "train.curve.json")
     report = build_report(lprof, cpus=16, gpus=1, num_workers=1, environment=Environment(env={}, affinity=16))
     assert report.curve is not None and report.advice.numbers.basis == "measured"
-    assert report.advice.num_workers == 8  # 1.25 x 588 batches/s = 735 -> 8 workers at 100 each
+    assert report.advice.num_workers == 12  # 2 x 588 batches/s = 1176 -> 12 workers at 100 each
     assert "Loader curve" in report_text(report)
 
 
