@@ -1,6 +1,7 @@
 """Advice v2 on a GPU node: profile at num_workers=1, take the (measured) advice, sweep, compare.
 
-For each workload (MNIST as shipped; MNIST with `--augment heavy`):
+For each workload (MNIST as shipped; MNIST with `--augment heavy`; a folder of small JPEGs read by
+lesson 9's image_classify.py):
   1. `python -m profiling run` one epoch at --num-workers 1: the profile, and the loader curve timed
      at exit; the advice is read from the report (measured), and from the bare profile (the estimate);
   2. `python -m profiling sweep --workers 0,1,2,4,6,8,12,16 --gpus 1`: one epoch per setting, each
@@ -40,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 WITHIN = 1.05        # advised epoch within 5 % of the best
 KNEE_SLACK = 2       # at most the knee + 2 workers
-WORKLOADS = {"mnist": [], "mnist-heavy-aug": ["--augment", "heavy"]}
+WORKLOADS = {"mnist": [], "mnist-heavy-aug": ["--augment", "heavy"], "small-files": []}  # name -> extra flags
 WHAT_IF_MARGINS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)  # the advice this run's curve gives at other margins
 
 
@@ -68,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--train-samples", type=int, default=60_000, help="plain MNIST: the whole set, as shipped")
     p.add_argument("--heavy-train-samples", type=int, default=30_000,
                    help="MNIST with --augment heavy (half the set: a 60k epoch at 0-1 workers runs ~50 s)")
+    p.add_argument("--small-files", type=int, default=20_000,
+                   help="JPEGs in the small-files folder (lesson 9's `python -m small_files generate`), "
+                        "read by image_classify.py (ResNet-18)")
     p.add_argument("--repeats", type=int, default=2, help="runs per sweep setting; the fastest is kept")
     p.add_argument("--test-samples", type=int, default=1_000)
     p.add_argument("--curve-seconds", type=float, default=3.0)
@@ -76,11 +80,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.workers, args.train_samples, args.heavy_train_samples, args.test_samples = "0,1", 640, 320, 128
+        args.small_files = 128
         args.curve_seconds, args.repeats = 0.3, 1
     return args
 
 
+def small_files_root(args: argparse.Namespace) -> Path:
+    return (args.data_dir / f"small-files-{args.small_files}").resolve()
+
+
 def script_args(args: argparse.Namespace, name: str) -> list[str]:
+    if name == "small-files":  # lesson 9's script: decode + augment each JPEG in the workers
+        size = ["--image-size", "32"] if args.quick else []
+        return [str(REPO / "image_classify.py"), "--data", str(small_files_root(args) / "train"), "--no-test",
+                "--epochs", "1", *size]
     samples = args.heavy_train_samples if WORKLOADS[name] else args.train_samples
     return [str(REPO / "mnist_classify.py"), "--synthetic", "--epochs", "1", "--data-dir", str(args.data_dir.resolve()),
             "--train-samples", str(samples), "--test-samples", str(args.test_samples), *WORKLOADS[name]]
@@ -92,12 +105,13 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     step(f"{name}: 1. profile at --num-workers 1 (and time the loader alone at exit)",
          [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "profile"), "--curve-seconds",
           str(args.curve_seconds), "--", *command, "--num-workers", "1"], out / "profile.log")
-    lprof = out / "profile" / "mnist_classify.lprof"
+    stem = Path(command[0]).stem
+    lprof = out / "profile" / f"{stem}.lprof"
     report = build_report(lprof)
     advice, numbers = report.advice, report.advice.numbers
     bare = report
     if report.curve is not None:  # the same profile read without its curve: what a bare .lprof gets
-        curve = out / "profile" / "mnist_classify.curve.json"
+        curve = out / "profile" / f"{stem}.curve.json"
         curve.rename(out / "profile" / "curve.json")
         bare = build_report(lprof)
         (out / "profile" / "curve.json").rename(curve)
@@ -110,6 +124,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     step(f"{name}: 2. sweep num_workers over {args.workers}", sweep_cmd, out / "sweep.log", ok_codes=(0, 1))
     sweep = pd.read_csv(out / "sweep" / "sweep.csv")
     ok = sweep[sweep["status"] == "ok"].set_index("workers")
+    if name == "small-files":  # image_classify.py reports throughput, not epoch seconds: one epoch is the folder
+        ok = ok.assign(epoch_seconds=args.small_files / ok["images_per_sec"])
     knee = json.loads((out / "sweep" / "sweep.json").read_text())["knee"]
     best_w = int(ok["epoch_seconds"].idxmin())
     best = float(ok.loc[best_w, "epoch_seconds"])
@@ -165,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     step("0. generate the data set once", [sys.executable, *script_args(args, "mnist"), "--num-workers", "0",
                                           "--max-steps", "1"], out / "warmup.log")
+    if "small-files" in args.workloads.split(",") and not (small_files_root(args) / "train").is_dir():
+        step("0. write the small-files folder once", [sys.executable, "-m", "small_files", "generate",
+             str(small_files_root(args)), "--train", str(args.small_files), "--val", "64"], out / "small_files.log")
     results = [workload(args, name, out / name, gpus) for name in args.workloads.split(",")]
     gpu = torch.cuda.get_device_name(0) if gpus else "no GPU"
     head = [f"# Advice v2: measured advice vs sweep ({gpu}, {len(first_cpus(10_000))} CPUs, "
