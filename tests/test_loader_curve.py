@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -235,15 +236,35 @@ def test_the_curve_beside_a_profile_turns_the_estimate_into_a_measurement(tmp_pa
 
 
 # --------------------------------------------------------------------------- one CPU rule, everywhere
-def template_workers(cpus: int, gpus: int) -> int:
-    """What the templates compute: job.sh's dlkit_workers, run by bash."""
-    function = subprocess.run(["sed", "-n", "/^dlkit_workers()/,/^}/p", str(REPO / "jobs/lib/job.sh")],
-                              capture_output=True, text=True, check=True).stdout
+def template_rule(call: str, gpu_answers: bool = True, tmp: Path | None = None) -> int:
+    """What the templates compute: job.sh's CPU helpers, run by bash. `gpu_answers` puts an
+    `nvidia-smi` that succeeds on PATH (a GPU node) or one that fails (the sandbox's fake GPUs)."""
+    functions = subprocess.run(["sed", "-n", "/^dlkit_pin_flag()/,/^}/p; /^dlkit_workers()/,/^}/p; "
+                                "/^dlkit_cpus_for_workers()/,/^}/p", str(REPO / "jobs/lib/job.sh")],
+                               capture_output=True, text=True, check=True).stdout
     shim = REPO / ".venv" / "bin" if (REPO / ".venv" / "bin" / "python").exists() else Path(sys.executable).parent
-    done = subprocess.run(["bash", "-c", f'{function}\ndlkit_workers {cpus} {gpus}'], capture_output=True, text=True,
-                          check=True, env={**os.environ, "DLKIT_ROOT": str(REPO),
-                                           "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"})
+    fake = Path(tempfile.mkdtemp(dir=tmp))
+    (fake / "nvidia-smi").write_text(f"#!/bin/sh\nexit {0 if gpu_answers else 1}\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    done = subprocess.run(["bash", "-c", f"{functions}\n{call}"], capture_output=True, text=True, check=True,
+                          env={**os.environ, "DLKIT_ROOT": str(REPO),
+                               "PATH": f"{fake}{os.pathsep}{shim}{os.pathsep}{os.environ['PATH']}"})
     return int(done.stdout)
+
+
+def template_workers(cpus: int, gpus: int) -> int:
+    return template_rule(f"dlkit_workers {cpus} {gpus}")
+
+
+@pytest.mark.parametrize("gpu_answers", [True, False], ids=["gpu node", "fake gpus"])
+def test_the_template_helpers_are_each_others_inverse(gpu_answers, tmp_path):
+    """Workers for C CPUs and CPUs for W workers come from one rule with one GPU check: on a GPU node
+    the main process keeps 2 cores (pinned memory), where no GPU answers 1 (nothing is pinned)."""
+    main = 2 if gpu_answers else 1
+    for workers in (1, 2, 6):
+        cpus = template_rule(f"dlkit_cpus_for_workers {workers}", gpu_answers, tmp_path)
+        assert cpus == workers + main == cpus_for_workers(workers, 1, None if gpu_answers else False)
+        assert template_rule(f"dlkit_workers {cpus}", gpu_answers, tmp_path) == workers
 
 
 def test_every_template_takes_its_workers_from_the_rule():

@@ -106,19 +106,24 @@ dlkit_context() {
     echo "==="
 }
 
+dlkit_pin_flag() {
+    # --no-pin-memory where no GPU answers (the sandbox's GPUs are fake): the script then trains on
+    # the CPU and pins no memory, so the main process needs one core, not two. Both helpers below
+    # ask this, so "workers for C CPUs" and "CPUs for W workers" stay each other's inverse.
+    timeout 20 nvidia-smi -L >/dev/null 2>&1 || echo --no-pin-memory
+}
+
 dlkit_workers() {
     # DataLoader workers for $1 CPUs beside one training process with ${2:-1} GPU(s): the kit's one
     # CPU rule (profiling/cpu_rule.py), which the advice, the checker and the launcher use too.
-    python "$DLKIT_ROOT/profiling/cpu_rule.py" workers "$1" --gpus "${2:-1}"
+    # shellcheck disable=SC2046  # the flag is one word or none
+    python "$DLKIT_ROOT/profiling/cpu_rule.py" workers "$1" --gpus "${2:-1}" $(dlkit_pin_flag)
 }
 
 dlkit_cpus_for_workers() {
     # CPUs for $1 DataLoader workers beside one training process with a GPU: the same one CPU rule.
-    # Where no GPU answers (the sandbox's GPUs are fake), the script trains on the CPU and pins no
-    # memory, so the rule counts one core for the main process instead of two.
-    local pin=()
-    timeout 20 nvidia-smi -L >/dev/null 2>&1 || pin=(--no-pin-memory)
-    python "$DLKIT_ROOT/profiling/cpu_rule.py" cpus "$1" --gpus 1 "${pin[@]}"
+    # shellcheck disable=SC2046
+    python "$DLKIT_ROOT/profiling/cpu_rule.py" cpus "$1" --gpus 1 $(dlkit_pin_flag)
 }
 
 dlkit_rendezvous() {
