@@ -1,7 +1,7 @@
 """Advice v2 on a GPU node: profile at num_workers=1, take the (measured) advice, sweep, compare.
 
-For each workload (MNIST as shipped; MNIST with `--augment heavy`; a folder of small JPEGs read by
-lesson 9's image_classify.py):
+For each workload (MNIST as shipped; MNIST with `--augment heavy`; lesson 9's folder of small JPEGs,
+read by image_classify.py):
   1. `python -m profiling run` one epoch at --num-workers 1: the profile, and the loader curve timed
      at exit; the advice is read from the report (measured), and from the bare profile (the estimate);
   2. `python -m profiling sweep --workers 0,1,2,4,6,8,12,16 --gpus 1`: one epoch per setting, each
@@ -72,7 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--small-files", type=int, default=20_000,
                    help="JPEGs in the small-files folder (lesson 9's `python -m small_files generate`), "
                         "read by image_classify.py (ResNet-18)")
-    p.add_argument("--repeats", type=int, default=2, help="runs per sweep setting; the fastest is kept")
+    p.add_argument("--repeats", type=int, default=None, help="runs per sweep setting; the fastest is kept "
+                   "(default 2, or 1 with --quick)")
     p.add_argument("--test-samples", type=int, default=1_000)
     p.add_argument("--curve-seconds", type=float, default=3.0)
     p.add_argument("--data-dir", type=Path, default=Path("data"))
@@ -81,7 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.quick:
         args.workers, args.train_samples, args.heavy_train_samples, args.test_samples = "0,1", 640, 320, 128
         args.small_files = 128
-        args.curve_seconds, args.repeats = 0.3, 1
+        args.curve_seconds = 0.3
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 2
     return args
 
 
@@ -90,7 +93,7 @@ def small_files_root(args: argparse.Namespace) -> Path:
 
 
 def script_args(args: argparse.Namespace, name: str) -> list[str]:
-    if name == "small-files":  # lesson 9's script: decode + augment each JPEG in the workers
+    if name == "small-files":  # lesson 9's folder of small JPEGs: each decoded and augmented in the workers
         size = ["--image-size", "32"] if args.quick else []
         return [str(REPO / "image_classify.py"), "--data", str(small_files_root(args) / "train"), "--no-test",
                 "--epochs", "1", *size]

@@ -197,6 +197,18 @@ def best_of_repeats(rows: list[dict]) -> pd.DataFrame:
     return frame.drop_duplicates("workers", keep="first").reset_index(drop=True)
 
 
+def repeat_spread(rows: list[dict]) -> str:
+    """One line: the largest gap between the slowest and the fastest run of one setting, because a
+    knee closer to the best than this gap is partly chance."""
+    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).dropna(subset=["images_per_sec"])
+    spread = frame.groupby("workers")["images_per_sec"].agg(lambda s: s.max() / s.min() - 1)
+    if spread.empty:
+        return "repeats: no setting produced a number"
+    worst = int(spread.idxmax())
+    return (f"repeats: runs of one setting differed by up to {spread.max():.0%} (num_workers={worst}); "
+            f"differences between settings smaller than that are noise (every run: runs.csv)")
+
+
 def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path) -> tuple[int | None, str]:
     """The model's num_workers: from --lprof, else by profiling the current setting once."""
     from profiling.report import build_report
@@ -312,6 +324,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     rows = run_slurm(settings, args) if args.slurm else run_local(settings)
     results = best_of_repeats(rows)
     text = write_outputs(out_dir, results, advice, advice_source)
+    if len(rows) > len(results):  # every repeat, in the order run: how far two runs of one setting differ
+        pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(out_dir / "runs.csv", index_label="run")
+        text += "\n" + repeat_spread(rows)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")
     failed = results[results["status"] != "ok"]

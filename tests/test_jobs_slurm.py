@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.cpu_rule import cpus_for_workers
+from profiling.cpu_rule import cpus_for_workers, workers_for_cpus
 
 pytestmark = pytest.mark.slurm
 
@@ -121,7 +121,9 @@ def test_profile_then_tuned_jobs_write_lprof_report_and_metrics(ctx):
     assert f"=== report ({out}/{profile}.report.txt)" in log
 
     tuned_metrics = metrics(ctx["cwd"] / "runs" / "tuned" / f"{tuned}.metrics.json")
-    assert tuned_metrics["settings"]["num_workers"] == 0  # --cpus-per-task=2: both go to the main process
+    # --cpus-per-task=2 on fake GPUs: the script trains on the CPU and pins nothing, so the main
+    # process keeps one core and the other is the loader's (the rule dlkit_cpus_for_workers inverts)
+    assert tuned_metrics["settings"]["num_workers"] == workers_for_cpus(2, gpus=1, pin_memory=False) == 1
     assert tuned_metrics["settings"]["cpus_allowed"] == 2
     assert tuned_metrics["steps"] == 4 and tuned_metrics["images_per_sec"] > 0
     assert (ctx["cwd"] / "runs" / "tuned" / f"{tuned}.lprof").is_file()

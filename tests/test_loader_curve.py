@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import pandas as pd
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -87,13 +88,17 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     profile, its curve, the sweep and the goals land in summary.json, as on a GPU node."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "advice_v2.py"), "--quick", "--out",
-                           str(tmp_path / "out"), "--data-dir", str(tmp_path / "data"), "--workloads", "small-files"],
+                           str(tmp_path / "out"), "--data-dir", str(tmp_path / "data"), "--workloads", "small-files",
+                           "--repeats", "2"],
                           env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "out" / "small-files" / "summary.json").read_text())
     assert result["basis"] == "measured" and result["advised_workers"] in (0, 1)
     assert set(result["curve"]) == {"0", "1"} and result["knee"] in (0, 1)
     assert result["ratio"] >= 1.0 and [w["margin"] for w in result["what_if_margins"]][:2] == [1.0, 1.25]
+    runs = pd.read_csv(tmp_path / "out" / "small-files" / "sweep" / "runs.csv")  # both repeats of 0 and 1 workers
+    assert sorted(runs["workers"]) == [0, 0, 1, 1] and "repeats: runs of one setting differed by up to" in \
+        (tmp_path / "out" / "small-files" / "sweep.log").read_text()
 
 
 EXIT_SCRIPT = """

@@ -23,7 +23,7 @@ from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
 from profiling.argv import flag_value, strip_flags
 from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import best_of_repeats, pick_knee
+from profiling.sweep import best_of_repeats, pick_knee, repeat_spread
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
@@ -123,6 +123,15 @@ def test_best_of_repeats_keeps_whole_rows():
             {"workers": 0, "cpus": 1, "images_per_sec": 40.0, "epoch_seconds": 3.0, "status": "ok", "detail": "b"}]
     best = best_of_repeats(rows)
     assert best.to_dict("records")[1] == rows[1] and list(best["workers"]) == [0, 1]
+
+
+def test_the_spread_of_repeats_names_the_noisiest_setting():
+    row = {"cpus": 2, "epoch_seconds": 1.0, "status": "ok", "detail": ""}
+    rows = [{**row, "workers": 1, "images_per_sec": 100.0}, {**row, "workers": 2, "images_per_sec": 180.0},
+            {**row, "workers": 1, "images_per_sec": 104.0}, {**row, "workers": 2, "images_per_sec": 200.0},
+            {**row, "workers": 4, "images_per_sec": math.nan, "status": "failed"}]
+    assert repeat_spread(rows).startswith("repeats: runs of one setting differed by up to 11% (num_workers=2)")
+    assert repeat_spread(rows[-1:]) == "repeats: no setting produced a number"
 
 
 def test_argument_helpers(tmp_path):
