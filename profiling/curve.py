@@ -16,8 +16,9 @@ from profiling.records import CurvePoint, LoaderCurve, ProfileError
 # The workers must deliver this many times the batches the loop consumes, because beside a training
 # loop they deliver less than alone: the main process hands out indices and takes batches back (and
 # pins them) between its own steps, so batches wait on it. On an H100 (16 cores), near the loop's
-# need the workers gave 0.55-0.85 of their alone rate (docs/profiling-model.md); the knee of plain
-# MNIST sat where the curve had 2.4x the loop's rate, of MNIST with heavy augmentation at 1.25x-1.5x.
+# need the workers gave 0.55-0.85 of their alone rate (docs/profiling-model.md). The knee of plain
+# MNIST was 16 workers, past the curve's top point at 2.7x the loop's rate; with heavy augmentation
+# it was 13 workers, where the curve had 1.4x. On one H200 the MNIST knee had 1.0x: 2 is in between.
 CURVE_MARGIN = 2.0
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
