@@ -4,6 +4,8 @@ For each workload (MNIST as shipped; MNIST with `--augment heavy`; lesson 9's fo
 read by image_classify.py):
   1. `python -m profiling run` one epoch at --num-workers 1: the profile, and the loader curve timed
      at exit; the advice is read from the report (measured), and from the bare profile (the estimate);
+     then `profiling loader --hold-ms C` times the loader paced by a loop that holds each batch for the
+     profiled compute C (the hand-over measured, where the plain curve adds CURVE_MARGIN);
   2. `python -m profiling sweep --workers 0,1,2,4,6,8,12,16 --gpus 1`: one epoch per setting, each
      pinned to W + the main process's CPUs (the kit's one CPU rule); the advised k is added;
   3. the goals: the advised epoch within 5 % of the best, at most the knee + 2 workers (the knee: the
@@ -34,7 +36,7 @@ import pandas as pd
 
 from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
 from profiling.cpu_rule import cpus_for_workers, first_cpus
-from profiling.curve import choose_workers
+from profiling.curve import FED_SHARE, choose_workers, read_curve
 from profiling.report import build_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,22 +45,34 @@ WITHIN = 1.05        # advised epoch within 5 % of the best
 KNEE_SLACK = 2       # at most the knee + 2 workers
 WORKLOADS = {"mnist": [], "mnist-heavy-aug": ["--augment", "heavy"], "small-files": []}  # name -> extra flags
 WHAT_IF_MARGINS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)  # the advice this run's curve gives at other margins
+WHAT_IF_SHARES = (0.85, 0.9, FED_SHARE, 0.98)  # the same for the paced curve's fed share
 
 
 def what_if(curve, compute_s: float, worker_cap: int, ok: pd.DataFrame, best: float) -> list[dict]:
-    """For each margin: the k the curve would advise, and its epoch time against the best (linear
-    between swept settings when k was not swept: marked interpolated). For calibrating CURVE_MARGIN."""
+    """For each margin (each fed share, for a paced curve): the k the curve would advise, and its epoch
+    time against the best (linear between swept settings when k was not swept: marked interpolated)."""
     swept = ok["epoch_seconds"].sort_index()
     rows = []
-    for margin in WHAT_IF_MARGINS:
-        choice = choose_workers(curve, compute_s, worker_cap, margin)
+    for value in WHAT_IF_SHARES if curve.hold_ms > 0 else WHAT_IF_MARGINS:
+        choice = choose_workers(curve, compute_s, worker_cap, margin=value, fed_share=value)
         if choice is None:
             continue
         k = choice.workers
         epoch = float(np.interp(k, swept.index.to_numpy(), swept.to_numpy()))
-        rows.append({"margin": margin, "workers": k, "ratio": round(epoch / best, 3),
+        rows.append({"margin": round(value, 3), "workers": k, "ratio": round(epoch / best, 3),
                      "interpolated": k not in swept.index})
     return rows
+
+
+def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float):
+    """The loader timed with each batch held for the profiled compute (`profiling loader --hold-ms`):
+    what a loop of that compute gets beside k workers, hand-over included, where the plain curve
+    needs CURVE_MARGIN to stand in for it."""
+    step(f"{out.name}: 1b. the loader curve paced by a held loop ({compute_ms:.2f} ms per batch)",
+         [sys.executable, "-m", "profiling", "loader", "--output-dir", str(out / "paced"), "--seconds",
+          str(args.curve_seconds), "--hold-ms", f"{compute_ms:.3f}", "--", *command, "--num-workers", "1"],
+         out / "paced.log")
+    return read_curve(out / "paced" / f"{Path(command[0]).stem}.curve.json")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -121,6 +135,7 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     estimate = {"num_workers": bare.advice.num_workers, "cpus_per_task": bare.advice.cpus_per_task}
     print(f"   advice ({numbers.basis}): num_workers={advice.num_workers}, --cpus-per-task={advice.cpus_per_task}; "
           f"bare-profile estimate: {estimate}")
+    paced = paced_curve(args, command, out, numbers.compute_ms) if numbers.compute_ms else None
     sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", args.workers, "--lprof", str(lprof),
                  "--output-dir", str(out / "sweep"), "--gpus", str(gpus), "--repeats", str(args.repeats),
                  "--", *command]
@@ -151,6 +166,9 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         "fed_ms_per_batch": 1e3 * batch / float(ok["images_per_sec"].max()),
         "what_if_margins": what_if(report.curve, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best)
         if report.curve is not None and numbers.compute_ms else [],
+        "paced_curve": {p.workers: round(p.batches_per_s, 1) for p in paced.points} if paced else None,
+        "paced_hold_ms": paced.hold_ms if paced else None,
+        "what_if_paced": what_if(paced, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best) if paced else [],
         "sweep": json.loads(ok.reset_index().to_json(orient="records"))}
     lines = [f"## {name}", "", f"`{result['command']}`", "",
              f"advice ({numbers.basis}, from a profile at num_workers=1): num_workers={k}, --cpus-per-task={asked}; "
@@ -159,7 +177,11 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
              f"{result['fed_ms_per_batch']:.2f} ms/batch at the sweep's best",
              "what other margins would advise (k, vs best): " + ", ".join(
                  f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
-                 for w in result["what_if_margins"]), "",
+                 for w in result["what_if_margins"]),
+             f"paced curve (each batch held {result['paced_hold_ms']} ms; k: batches/s): {result['paced_curve']}",
+             "what the paced curve would advise (fed share: k, vs best): " + ", ".join(
+                 f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
+                 for w in result["what_if_paced"]), "",
              "| num_workers | cpus | images/s | epoch s | vs best |", "|---:|---:|---:|---:|---:|"]
     for w, row in ok.iterrows():
         lines.append(f"| {w}{' (advised)' if w == k else ''} | {row['cpus']} | {row['images_per_sec']:.0f} | "

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_for_workers,  # noqa: F401
                                 main_process_cpus)
-from profiling.curve import CURVE_MARGIN, choose_workers
+from profiling.curve import CURVE_MARGIN, FED_SHARE, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
@@ -44,7 +44,8 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 # benchmarks/loader_handoff.py measures the real floor on a GPU node.
 HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
-CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR}
+CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,
+             "fed_pct": round(100 * FED_SHARE)}
 # Share of the loader workers' time spent opening and reading files (`python -m small_files split`
 # stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
 READS_DOMINATE = 0.5
@@ -100,7 +101,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         capped, never = choice.capped, choice.never_keeps_up
         measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
                     "chosen_rate": choice.chosen_rate, "curve_best_rate": choice.best_rate,
-                    "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers}
+                    "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers,
+                    "curve_hold_ms": curve.hold_ms}
         spare = False
     elif not loader_bound:
         chosen = needed = workers
@@ -166,11 +168,22 @@ RULES: tuple[Rule, ...] = (
          "{cpu_ceiling} CPU(s) hold are needed; the advice falls back to the estimate. Measure the curve in a "
          "job with the CPUs you mean to ask for."),
     Rule("workers_from_curve", "advice",
-         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
+         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1
+         and not n.curve_hold_ms,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms ({compute_rate:.0f} batches/s). "
          "Timed alone on {cpus} CPU(s), the loader delivers {chosen_rate:.0f} batches/s with {num_workers} "
          "worker(s), the fewest workers that reach {margin} times the loop's rate ({target_rate:.0f} batches/s). "
-         "(With none, the main process would build each batch in turn with the step, not beside it.)"),
+         "(With none, the main process would build each batch in turn with the step, not beside it.) "
+         "The margin stands in for what handing batches to a busy loop costs; to measure that instead, time "
+         "the loader with each batch held for the step: `python -m profiling loader --hold-ms {compute_ms:.2f} "
+         "-- SCRIPT ARGS`."),
+    Rule("workers_from_paced_curve", "advice",
+         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1
+         and n.curve_hold_ms > 0,
+         "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
+         "ms, as a loop with that step holds it, the loader gave {chosen_rate:.0f} batches/s on {cpus} CPU(s) "
+         "with {num_workers} worker(s): the fewest that keep such a loop fed {fed_pct}% of the time "
+         "({target_rate:.0f} batches/s). The hand-over is in this measurement, so no margin is added."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and n.num_workers == 0,
          "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
@@ -180,7 +193,7 @@ RULES: tuple[Rule, ...] = (
          "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
          "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
     Rule("never_keeps_up", "advice", lambda n: n.never_keeps_up,
-         "The loader cannot keep up at any number of workers: timed alone it levels off at "
+         "The loader cannot keep up at any number of workers: measured, it levels off at "
          "{curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the {compute_rate:.0f} "
          "batches/s the loop consumes, so more than {num_workers} workers only take CPUs. Make batches "
          "cheaper to build (lighter transforms, one file per many samples instead of many small files) "

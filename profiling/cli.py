@@ -41,6 +41,16 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
 def _worker_list(text: str) -> list[int]:
     """`0,1,2,4` -> [0, 1, 2, 4]; sorted, without repeats."""
     try:
@@ -112,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "(the loader curve), without training")
     loader.add_argument("--output-dir", type=Path, default=Path("."), help="where <stem>.curve.json/.png go")
     loader.add_argument("--seconds", type=float, default=2.0, help="seconds per num_workers setting")
+    loader.add_argument("--hold-ms", type=_non_negative_float, default=0.0,
+                        help="hold each batch this many ms before asking for the next, as a loop with that compute "
+                             "per batch would (a paced curve: it shows the rate such a loop gets, at most "
+                             "1000 / HOLD_MS batches/s); 0 takes each batch at once")
     loader.add_argument("--batches", type=_non_negative_int, default=3,
                         help="stop the script after its loader gave this many batches, then measure")
     loader.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",

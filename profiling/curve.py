@@ -20,6 +20,10 @@ from profiling.records import CurvePoint, LoaderCurve, ProfileError
 # MNIST was 16 workers, past the curve's top point at 2.7x the loop's rate; with heavy augmentation
 # it was 13 workers, where the curve had 1.4x. On one H200 the MNIST knee had 1.0x: 2 is in between.
 CURVE_MARGIN = 2.0
+# A paced curve (each batch held for the loop's compute, `profiling loader --hold-ms`) measures the
+# hand-over that CURVE_MARGIN stands in for: there the workers must give the held loop this share of
+# its own rate, 1 / hold (the loop within 5 % of never waiting), and no margin is added.
+FED_SHARE = 1 / 1.05
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
 
@@ -50,14 +54,16 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 
 
 def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
-                   margin: float = CURVE_MARGIN) -> CurveChoice | None:
-    """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s.
+                   margin: float = CURVE_MARGIN, fed_share: float = FED_SHARE) -> CurveChoice | None:
+    """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s; for a
+    paced curve (hold_ms > 0), at least `fed_share` / hold, where 0 workers count like any other k.
 
     When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
     still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
     and the advice is the fewest workers within FLAT of the best the cap allows. None when the curve
     stops short of the cap (measured on fewer CPUs) while still rising: then only an estimate remains."""
-    target = margin / compute_s if compute_s > 0 else math.inf
+    paced = curve.hold_ms > 0
+    target = fed_share / (curve.hold_ms / 1e3) if paced else margin / compute_s if compute_s > 0 else math.inf
     positive = sorted((p for p in curve.points if p.workers >= 1), key=lambda p: p.workers)
     top = min(worker_cap, positive[-1].workers) if positive else 0
     ks = range(positive[0].workers, top + 1) if positive and positive[0].workers <= top else range(0)
@@ -65,7 +71,7 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     zero = curve.rate(0)
     best = max([*rates.values(), zero or 0.0])
     best_k = min([k for k, r in rates.items() if r >= (1 - FLAT) * best] or [0])
-    if zero is not None and compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1:
+    if zero is not None and (zero >= target if paced else compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1):
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
     for k, rate in rates.items():
         if rate >= target:
@@ -97,7 +103,7 @@ def read_curve(path: Path) -> LoaderCurve:
         points = tuple(CurvePoint(int(p["workers"]), int(p["batches"]), float(p["seconds"]),
                                   float(p["batches_per_s"])) for p in data["points"])
         curve = LoaderCurve(points, int(data["cpus"]), data.get("batch_size"), bool(data.get("pin_memory")),
-                            str(data.get("where", "")))
+                            str(data.get("where", "")), float(data.get("hold_ms") or 0.0))
     except OSError as err:
         raise ProfileError(f"cannot read the loader curve {path}: {err.strerror or err}") from None
     except (ValueError, KeyError, TypeError) as err:

@@ -5,6 +5,8 @@ inferred from how long the loop waited, and the inference needs a fudge factor t
 breaks. Timing the real loader (same dataset, sampler, collate function, batch size, pin_memory)
 with k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds and no GPU, and gives what the workers can
 deliver: batches per second against k. `profiling.curve.choose_workers` turns it into advice.
+With a hold (DLPROF_CURVE_HOLD_MS, `profiling loader --hold-ms`) each batch is held for the loop's
+compute before the next is asked for: the paced curve, with the hand-over in the measurement.
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
   * `profiling run` sets DLPROF_CURVE: the loader is measured when the profiled script exits
@@ -31,6 +33,7 @@ from profiling.records import CurvePoint, LoaderCurve
 
 CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot goes beside it
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
+HOLD_VAR = "DLPROF_CURVE_HOLD_MS"  # hold each batch this long, as the training loop would (a paced curve)
 SECONDS = 2.0        # per setting, after the first batch (worker start-up is left out)
 MAX_BATCHES = 1000   # per setting: a fast loader need not run its whole budget
 LADDER = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # about x1.5 apart
@@ -85,9 +88,23 @@ def worker_ladder(cpus: int, gpus: int, pin_memory: bool | None = None) -> list[
     return sorted({k for k in LADDER if k <= top} | {top})
 
 
+def hold(seconds: float) -> None:
+    """Keep the main process busy for `seconds` the way a training step does: one core running small
+    torch ops, each of which lets go of the GIL while it runs (a Python spin would hold the GIL, and
+    sleeping would free the core; a GPU loop launching kernels does neither)."""
+    import torch
+
+    end = time.perf_counter() + seconds
+    scratch = torch.ones(32, 32)
+    while time.perf_counter() < end:
+        scratch = torch.mm(scratch, scratch).clamp_(-1.0, 1.0)
+
+
 def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
-                max_batches: int = MAX_BATCHES) -> CurvePoint | None:
+                max_batches: int = MAX_BATCHES, hold_s: float = 0.0) -> CurvePoint | None:
     """Batches per second with `workers` workers in steady state; None when too few batches come.
+    With `hold_s`, each batch is held that long before the next is asked for: the rate is then what
+    a loop with that compute per batch would get (at most 1 / hold_s), hand-over costs included.
 
     Start-up is left out twice over: the first batch (the workers starting), and then the batches
     the workers built while it waited (k x prefetch_factor of them, handed over at once). Timing
@@ -103,6 +120,8 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
             timed = len(stamps) - 1 - backlog
             if timed >= max_batches or (timed > 0 and stamps[-1] - stamps[backlog] >= seconds):
                 break
+            if hold_s > 0:
+                hold(hold_s)
     finally:
         shutdown = getattr(iterator, "_shutdown_workers", None)
         if shutdown is not None:
@@ -114,17 +133,19 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
 
 
 def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: float = SECONDS,
-                  max_batches: int = MAX_BATCHES, log: Any = sys.stderr, gpus: int = 0) -> LoaderCurve:
+                  max_batches: int = MAX_BATCHES, log: Any = sys.stderr, gpus: int = 0,
+                  hold_s: float = 0.0) -> LoaderCurve:
     """Time the loader at each k in `workers`, one after the other, each held to the CPUs a job with
     k workers would ask for (the kit's CPU rule, the first of this process's CPUs), as the sweep is:
-    the curve then says what `--cpus-per-task` for k would deliver, not what the whole node would."""
+    the curve then says what `--cpus-per-task` for k would deliver, not what the whole node would.
+    `hold_s` > 0 paces it: each batch is held as the loop would hold it (see `time_loader`)."""
     points = []
     mask = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
         for k in workers:
             if mask is not None:  # the workers fork from here, so they inherit the share
                 os.sched_setaffinity(0, first_cpus(cpus_for_workers(k, gpus, spec.pin_memory), mask))
-            point = time_loader(spec, k, seconds, max_batches)
+            point = time_loader(spec, k, seconds, max_batches, hold_s)
             if point is not None:
                 points.append(point)
                 print(f"loader curve: num_workers={k}: {point.batches_per_s:.1f} batches/s "
@@ -132,7 +153,7 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
     finally:
         if mask is not None:
             os.sched_setaffinity(0, mask)
-    return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where)
+    return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where, round(hold_s * 1e3, 3))
 
 
 def job_cpus() -> int:
@@ -163,8 +184,8 @@ def write_outputs(curve: LoaderCurve, path: Path) -> list[Path]:
 class _CurveHook:
     """Keeps the spec of each loader capture records, and measures the busiest one at exit."""
 
-    def __init__(self, path: Path, seconds: float) -> None:
-        self.path, self.seconds = path, seconds
+    def __init__(self, path: Path, seconds: float, hold_ms: float = 0.0) -> None:
+        self.path, self.seconds, self.hold_ms = path, seconds, hold_ms
         self.specs: list[tuple[dict, LoaderSpec]] = []
         self.capture: capture.Capture | None = None
         self.interrupted = False
@@ -206,7 +227,8 @@ class _CurveHook:
         _, spec = max(self.specs, key=lambda pair: pair[0].get("batches") or 0)
         gpus = visible_gpus()
         cpus = job_cpus()
-        print(f"loader curve: timing the DataLoader built at {spec.where} alone, {self.seconds:g} s per "
+        held = f", each batch held {self.hold_ms:g} ms" if self.hold_ms > 0 else " alone"
+        print(f"loader curve: timing the DataLoader built at {spec.where}{held}, {self.seconds:g} s per "
               f"setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
         # torch's own exit hook (registered when the script imported torch, so it ran before this one)
         # has marked the interpreter as exiting, and then an iterator's _shutdown_workers does nothing:
@@ -215,7 +237,8 @@ class _CurveHook:
 
         exiting, loader_utils.python_exit_status = loader_utils.python_exit_status, False
         try:
-            curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds, gpus=gpus)
+            curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds, gpus=gpus,
+                                  hold_s=self.hold_ms / 1e3)
             for written in write_outputs(curve, self.path):
                 print(f"loader curve: wrote {written}", file=sys.stderr)
         except Exception as err:  # the script's run is done; a failed extra measurement must not hide it
@@ -230,7 +253,8 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
     environ = os.environ if environ is None else environ
     if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
         return False
-    _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS)).install()
+    _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS),
+               float(environ.get(HOLD_VAR) or 0.0)).install()
     return True
 
 
@@ -247,7 +271,8 @@ if __name__ == "__main__":
 
 def loader_command(args: Any) -> int:
     """`profiling loader -- SCRIPT ARGS`: the script runs until its loader gave a few batches, then the
-    loader is timed alone at each k; writes `<stem>.curve.json` and `.png` into --output-dir."""
+    loader is timed at each k, alone or (--hold-ms) paced by a held loop; writes `<stem>.curve.json` and
+    `.png` into --output-dir."""
     import json
     import subprocess
     import tempfile
@@ -265,7 +290,8 @@ def loader_command(args: Any) -> int:
     curve.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, capture.PATH_VAR: str(Path(scratch) / "loaders.json"), CURVE_VAR: str(curve),
-               SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches)}
+               SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches),
+               HOLD_VAR: str(getattr(args, "hold_ms", 0.0))}
         code = subprocess.run([sys.executable, "-m", "profiling.loader_curve", *args.command], env=env).returncode
     if not curve.is_file():
         print(f"profiling loader: no curve measured (the script exited with code {code} before a DataLoader "

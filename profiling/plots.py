@@ -90,17 +90,19 @@ def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
 
 def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = None) -> Path:
     """Batches/s against num_workers, measured; with the advice's numbers, the loop's compute rate,
-    the target (rate x margin) and the chosen k are marked."""
+    the target (rate x margin; for a paced curve, the fed share of 1 / hold) and the chosen k are marked."""
     points = sorted(curve.points, key=lambda p: p.workers)
     fig = new_figure(7, 4)
     ax = fig.add_subplot()
     ax.plot([p.workers for p in points], [p.batches_per_s for p in points], marker="o", color="#1f77b4",
-            label=f"loader alone, measured on {curve.cpus} CPU(s)")
+            label=(f"loader, each batch held {curve.hold_ms:g} ms" if curve.hold_ms > 0 else "loader alone")
+            + f", measured on {curve.cpus} CPU(s)")
     if numbers is not None and numbers.compute_rate:
         ax.axhline(numbers.compute_rate, color="#7f7f7f", linestyle="--",
                    label=f"loop's compute rate: {numbers.compute_rate:.0f} batches/s")
         ax.axhline(numbers.target_rate, color="#ff7f0e", linestyle=":",
-                   label=f"target (x margin): {numbers.target_rate:.0f} batches/s")
+                   label=f"target ({'fed share' if curve.hold_ms > 0 else 'x margin'}): "
+                         f"{numbers.target_rate:.0f} batches/s")
     if numbers is not None and numbers.num_workers is not None:
         ax.axvline(numbers.num_workers, color="#d62728", linestyle="-.",
                    label=f"advice: num_workers={numbers.num_workers}")

@@ -122,6 +122,7 @@ class AdviceNumbers:
     curve_short: bool = False           # a curve measured on fewer CPUs, still short of the target: estimate
     curve_cpus: int | None = None       # the CPUs the curve was measured on
     curve_command: str | None = None    # the command that measures the curve (named by an estimate)
+    curve_hold_ms: float = 0.0          # > 0: a paced curve, each batch held this long (no margin added)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ class LoaderCurve:
     batch_size: int | None
     pin_memory: bool
     where: str = ""              # file:line where the measured DataLoader was built, when known
+    hold_ms: float = 0.0         # each batch was held this long, as a loop would (0: taken at once)
 
     def rate(self, workers: int) -> float | None:
         return next((p.batches_per_s for p in self.points if p.workers == workers), None)

@@ -22,7 +22,7 @@ from jobs.submit import with_workers
 from lprof_fixtures import TRAIN_SOURCE, train_timings, write_lprof
 from profiling.advice import ESTIMATE_FACTOR, advise
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
-from profiling.curve import CURVE_MARGIN, choose_workers, read_curve
+from profiling.curve import CURVE_MARGIN, FED_SHARE, choose_workers, read_curve
 from profiling.facts import Environment
 from profiling.loader_curve import measure_curve, spec_of, worker_ladder, write_outputs
 from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
@@ -149,6 +149,26 @@ def test_profiling_loader_measures_a_script_it_never_trains(tmp_path):
     assert (tmp_path / "workers_in_code.curve.png").stat().st_size > 0
 
 
+def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
+    """Each batch held 20 ms: the rate cannot pass 50 batches/s, whatever the workers could do alone,
+    and the curve keeps the hold, so the report knows that it needs no margin."""
+    loader = DataLoader(SlowSquares(), batch_size=8)
+    alone = measure_curve(spec_of(loader), [1], cpus=2, seconds=0.3, max_batches=400)
+    held = measure_curve(spec_of(loader), [1], cpus=2, seconds=0.3, max_batches=400, hold_s=0.02)
+    assert alone.rate(1) > 100 and held.rate(1) <= 50  # every timed gap holds one 20 ms hold
+    assert held.hold_ms == 20.0 and alone.hold_ms == 0.0
+    assert read_curve(write_outputs(held, tmp_path / "held.curve.json")[0]) == held
+
+
+def test_a_negative_hold_is_refused_in_one_line(capsys):
+    from profiling.cli import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["loader", "--hold-ms", "-1", "--", "train.py"])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and "--hold-ms" in err and len(err.strip().splitlines()) == 1
+
+
 def test_a_broken_curve_file_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad.curve.json"
     bad.write_text('{"points": []}')
@@ -161,8 +181,8 @@ def _loop(wait_ms: float, compute_ms: float, batches: int = 500) -> LoopSummary:
     return LoopSummary("m.py", "train", 10, batches, wait_ms * batches / 1e3, compute_ms * batches / 1e3, 1)
 
 
-def _curve(rates: dict[int, float], cpus: int = 16) -> LoaderCurve:
-    return LoaderCurve(tuple(CurvePoint(k, 100, 1.0, r) for k, r in rates.items()), cpus, 64, True)
+def _curve(rates: dict[int, float], cpus: int = 16, hold_ms: float = 0.0) -> LoaderCurve:
+    return LoaderCurve(tuple(CurvePoint(k, 100, 1.0, r) for k, r in rates.items()), cpus, 64, True, "", hold_ms)
 
 
 LINEAR = {0: 80, 1: 100, 2: 200, 4: 400, 8: 800, 14: 1400}  # 100 batches/s per worker
@@ -189,6 +209,25 @@ def test_hand_made_curve_and_profile_give_the_expected_advice(name, rates, compu
         assert advice.numbers.chosen_rate >= target
         one_fewer = choose_workers(_curve(rates), compute_ms / 1e3, worker_cap=workers - 1)
         assert workers == 1 or (one_fewer.workers == workers - 1 and one_fewer.capped)
+
+
+# A paced curve (each batch held 5 ms: the loop's own rate is 200 batches/s) needs FED_SHARE of it, 190.5.
+PACED_CASES = [
+    # (name, curve, expected workers, expected rule)
+    ("fed at k", {0: 60, 1: 100, 2: 150, 4: 192, 8: 195}, 4, "workers_from_paced_curve"),  # 171 at k=3
+    ("fed with none", {0: 195, 1: 196, 2: 197}, 0, "no_workers_needed"),
+    ("never fed", {0: 40, 1: 60, 2: 100, 4: 120, 8: 121, 14: 121}, 4, "never_keeps_up"),
+]
+
+
+@pytest.mark.parametrize("name, rates, workers, rule", PACED_CASES, ids=[c[0] for c in PACED_CASES])
+def test_a_paced_curve_needs_the_fed_share_of_the_held_rate_and_no_margin(name, rates, workers, rule):
+    advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=5.0))
+    assert advice.num_workers == workers and rule in advice.fired_rules, advice.reasons
+    assert advice.numbers.target_rate == pytest.approx(FED_SHARE * 200)
+    assert "workers_from_curve" not in advice.fired_rules  # the margin's message is for a curve timed alone
+    if rule == "workers_from_paced_curve":
+        assert "held 5 ms" in " ".join(advice.reasons) and "no margin" in " ".join(advice.reasons)
 
 
 def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():
