@@ -298,7 +298,7 @@ def loader_command(args: Any) -> int:
               "gave a batch?)", file=sys.stderr)
         return code or 1
     measured = read_curve(curve)
-    print(json.dumps({"where": measured.where, "cpus": measured.cpus,
+    print(json.dumps({"where": measured.where, "cpus": measured.cpus, "hold_ms": measured.hold_ms,
                       "batches_per_s": {p.workers: round(p.batches_per_s, 1) for p in measured.points}}))
     print(f"wrote {curve} and {curve.with_suffix('.png')}; the report of a profile with the same stem in this "
           f"folder uses it, or pass it: python -m profiling report FILE.lprof --curve {curve}")
