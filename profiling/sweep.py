@@ -319,8 +319,11 @@ def sweep_command(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
-    settings = settings_for(command, workers, out_dir, sweep_gpus(args), getattr(args, "batches", DEFAULT_BATCHES))
-    settings *= max(getattr(args, "repeats", 1), 1)
+    gpus, batches = sweep_gpus(args), getattr(args, "batches", DEFAULT_BATCHES)
+    # pass after pass over the settings (interleaved, so a drift hits every setting alike), each pass
+    # in its own folders: Slurm may run two repeats of one setting at once, and each keeps its own log
+    settings = [s for n in range(max(getattr(args, "repeats", 1), 1))
+                for s in settings_for(command, workers, out_dir / f"repeat{n + 1}" if n else out_dir, gpus, batches)]
     rows = run_slurm(settings, args) if args.slurm else run_local(settings)
     results = best_of_repeats(rows)
     text = write_outputs(out_dir, results, advice, advice_source)

@@ -99,6 +99,8 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     runs = pd.read_csv(tmp_path / "out" / "small-files" / "sweep" / "runs.csv")  # both repeats of 0 and 1 workers
     assert sorted(runs["workers"]) == [0, 0, 1, 1] and "repeats: runs of one setting differed by up to" in \
         (tmp_path / "out" / "small-files" / "sweep.log").read_text()
+    assert runs["detail"].nunique() == 4 and all(Path(log).is_file() for log in runs["detail"])  # a log per run
+    assert result["paced_hold_ms"] > 0 and set(result["paced_curve"]) == {"0", "1"}  # the held loop's curve too
 
 
 EXIT_SCRIPT = """
