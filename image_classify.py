@@ -157,11 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
     scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
     seconds, data_wait, steps, images, accuracy = 0.0, 0.0, 0, 0, float("nan")
+    epoch_seconds, epoch_images = [], []  # per epoch: a sweep times the epochs after the first (warm)
     try:
         for epoch in range(1, args.epochs + 1):
             left = None if args.max_steps is None else args.max_steps - steps
             stats = lesson1.train(args, net, device, train_loader, optimizer, epoch, max_steps=left)
             seconds += stats["seconds"]
+            epoch_seconds.append(stats["seconds"])
+            epoch_images.append(stats["images"])
             data_wait += stats["data_wait_seconds"]
             steps += stats["steps"]
             images += stats["images"]
@@ -179,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
           f"data wait {data_wait:.2f} s ({100 * data_wait / seconds:.0f}%)")
     if args.metrics_json is not None:
         lesson1.write_json(args.metrics_json, {
-            "images_per_sec": images / seconds, "train_seconds": seconds, "data_wait_seconds": data_wait,
+            "images_per_sec": images / seconds, "train_seconds": seconds,
+            "epoch_seconds": epoch_seconds, "epoch_images": epoch_images, "data_wait_seconds": data_wait,
             "data_wait_fraction": data_wait / seconds, "steps": steps, "train_images": images,
             "test_accuracy": accuracy, "first_batch_labels": train_loader.labels,
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,

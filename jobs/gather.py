@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiling.cpu_rule import cpus_for_workers
-from profiling.sweep import RESULT_COLUMNS, best_of_repeats, read_metrics
+from profiling.sweep import RESULT_COLUMNS, median_of_repeats, read_metrics
 
 
 def parse_workers(text: str) -> list[int]:
@@ -44,7 +44,7 @@ def collect(directory: Path, workers: list[int]) -> pd.DataFrame:
         except (OSError, ValueError, KeyError) as err:
             row.update(status="failed", detail=f"unreadable {path.name}: {err}")
         rows.append(row)
-    table = best_of_repeats(rows)[list(RESULT_COLUMNS)]
+    table = median_of_repeats(rows)[list(RESULT_COLUMNS)]
     return table.astype({"cpus": "Int64"})  # whole CPUs; <NA> where the task left nothing
 
 

@@ -171,12 +171,12 @@ def run_ddp(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
 def run_sweep(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
     """profiling.sweep's Slurm sweep: one job per setting, each from a fresh executor."""
     from jobs.gather import parse_workers
-    from profiling.sweep import best_of_repeats, run_slurm, settings_for, write_outputs
+    from profiling.sweep import median_of_repeats, run_slurm, settings_for, write_outputs
 
     sweep_args = argparse.Namespace(time_min=args.time_min, gpus=args.gpus or None, partition=None)
     settings = settings_for([str(SCRIPTS["single"]), *args.script_args], parse_workers(args.workers), folder,
                             min(args.gpus, 1))
-    results = best_of_repeats(run_slurm(settings, sweep_args))
+    results = median_of_repeats(run_slurm(settings, sweep_args))
     print(write_outputs(folder, results), flush=True)
     return results
 

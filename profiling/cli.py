@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--partition", default=None, help="Slurm partition (with --slurm)")
     sweep.add_argument("--gpus", type=_non_negative_int, default=None, help="GPUs per job (with --slurm)")
     sweep.add_argument("--time-min", type=_non_negative_int, default=30, help="time limit per job in minutes")
-    sweep.add_argument("--repeats", type=_non_negative_int, default=1, help="runs per setting (the best is kept)")
+    sweep.add_argument("--repeats", type=_non_negative_int, default=1,
+                       help="runs per setting, pass after pass; the median is kept (3 or more to judge a 5 %% knee)")
     sweep.add_argument("--batches", type=_non_negative_int, default=200,
                        help="batches per setting for a script without --metrics-json: then it is stopped "
                             "(default: 200)")

@@ -29,7 +29,7 @@ from typing import Any
 from profiling import capture
 from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
 from profiling.curve import write_curve
-from profiling.records import CurvePoint, LoaderCurve
+from profiling.records import CurvePoint, LoaderCurve, curve_timing
 
 CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot goes beside it
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
@@ -227,9 +227,8 @@ class _CurveHook:
         _, spec = max(self.specs, key=lambda pair: pair[0].get("batches") or 0)
         gpus = visible_gpus()
         cpus = job_cpus()
-        held = f", each batch held {self.hold_ms:g} ms" if self.hold_ms > 0 else " alone"
-        print(f"loader curve: timing the DataLoader built at {spec.where}{held}, {self.seconds:g} s per "
-              f"setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
+        print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
+              f"per setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
         # torch's own exit hook (registered when the script imported torch, so it ran before this one)
         # has marked the interpreter as exiting, and then an iterator's _shutdown_workers does nothing:
         # its workers live on and a later iterator at the same address fails in _set_worker_pids.

@@ -95,8 +95,7 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
     fig = new_figure(7, 4)
     ax = fig.add_subplot()
     ax.plot([p.workers for p in points], [p.batches_per_s for p in points], marker="o", color="#1f77b4",
-            label=(f"loader, each batch held {curve.hold_ms:g} ms" if curve.hold_ms > 0 else "loader alone")
-            + f", measured on {curve.cpus} CPU(s)")
+            label=f"loader, {curve.timing}, on {curve.cpus} CPU(s)")
     if numbers is not None and numbers.compute_rate:
         ax.axhline(numbers.compute_rate, color="#7f7f7f", linestyle="--",
                    label=f"loop's compute rate: {numbers.compute_rate:.0f} batches/s")

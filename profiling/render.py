@@ -68,8 +68,7 @@ def _curve_lines(report: Report) -> list[str]:
         return []
     points = ", ".join(f"{p.workers}: {p.batches_per_s:.0f}"
                        for p in sorted(report.curve.points, key=lambda p: p.workers))
-    how = f"each batch held {report.curve.hold_ms:g} ms" if report.curve.hold_ms > 0 else "timed alone"
-    return [f"  Loader curve (num_workers: batches/s, {how} on {report.curve.cpus} CPUs): {points}"]
+    return [f"  Loader curve (num_workers: batches/s, {report.curve.timing} on {report.curve.cpus} CPUs): {points}"]
 
 
 def _facts_line(report: Report) -> str:

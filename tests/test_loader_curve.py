@@ -101,6 +101,11 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
         (tmp_path / "out" / "small-files" / "sweep.log").read_text()
     assert runs["detail"].nunique() == 4 and all(Path(log).is_file() for log in runs["detail"])  # a log per run
     assert result["paced_hold_ms"] > 0 and set(result["paced_curve"]) == {"0", "1"}  # the held loop's curve too
+    rules = result["rules"]  # each rule's k, judged against the sweep, which ran it (nothing interpolated)
+    assert rules["margin 2"]["workers"] == result["advised_workers"] and rules["paced"]["workers"] in (0, 1)
+    assert all(not j["interpolated"] and j["ratio"] >= 1.0 for j in rules.values())
+    assert rules["paced + 2, capped"]["workers"] == min(rules["margin 2"]["workers"], rules["paced"]["workers"] + 2)
+    assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
 
 
 EXIT_SCRIPT = """

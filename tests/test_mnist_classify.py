@@ -81,7 +81,7 @@ def test_metrics_json_has_contract_keys_and_plausible_values(baseline: dict) -> 
                 "steps", "settings"):
         assert key in m
     assert m["steps"] == 30 and m["train_images"] == 1920           # ceil(1920 / 64) steps, every image once
-    assert len(m["epoch_seconds"]) == 1 and m["epoch_seconds"][0] > 0
+    assert len(m["epoch_seconds"]) == 1 and m["epoch_seconds"][0] > 0 and m["epoch_images"] == [1920]
     assert math.isclose(m["images_per_sec"], 1920 / m["epoch_seconds"][0], rel_tol=1e-6)
     assert 0 <= m["data_wait_seconds"] < m["epoch_seconds"][0]
     assert 0 < m["test_loss"] < math.log(10)                         # better than a uniform guess

@@ -6,6 +6,7 @@ the analysis stages or on a training run (the end-to-end tests are in test_profi
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 import subprocess
@@ -23,7 +24,7 @@ from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
 from profiling.argv import flag_value, strip_flags
 from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import best_of_repeats, pick_knee, repeat_spread
+from profiling.sweep import median_of_repeats, pick_knee, read_metrics, repeat_spread
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
@@ -116,13 +117,32 @@ def test_knee_is_fewest_workers_within_five_percent():
     assert pick_knee(results.assign(images_per_sec=math.nan)) is None
 
 
-def test_best_of_repeats_keeps_whole_rows():
+def test_median_of_repeats_keeps_one_row_per_setting_and_failures_only_when_nothing_ran():
     rows = [{"workers": 1, "cpus": 2, "images_per_sec": math.nan, "epoch_seconds": math.nan,
              "status": "failed", "detail": "boom"},
             {"workers": 1, "cpus": 2, "images_per_sec": 50.0, "epoch_seconds": 2.0, "status": "ok", "detail": "a"},
-            {"workers": 0, "cpus": 1, "images_per_sec": 40.0, "epoch_seconds": 3.0, "status": "ok", "detail": "b"}]
-    best = best_of_repeats(rows)
-    assert best.to_dict("records")[1] == rows[1] and list(best["workers"]) == [0, 1]
+            {"workers": 1, "cpus": 2, "images_per_sec": 90.0, "epoch_seconds": 1.0, "status": "ok", "detail": "c"},
+            {"workers": 1, "cpus": 2, "images_per_sec": 60.0, "epoch_seconds": 1.5, "status": "ok", "detail": "d"},
+            {"workers": 0, "cpus": 1, "images_per_sec": 40.0, "epoch_seconds": 3.0, "status": "ok", "detail": "b"},
+            {"workers": 2, "cpus": 3, "images_per_sec": math.nan, "epoch_seconds": math.nan,
+             "status": "failed", "detail": "no metrics"}]
+    kept = median_of_repeats(rows).to_dict("records")
+    assert [r["workers"] for r in kept] == [0, 1, 2]
+    assert kept[0] == rows[4]  # one run: kept as it is
+    assert (kept[1]["images_per_sec"], kept[1]["epoch_seconds"], kept[1]["status"]) == (60.0, 1.5, "ok")
+    assert kept[1]["detail"] == "median of 3 runs; first: a"  # the failed repeat is left out, and said
+    assert kept[2]["status"] == "failed" and kept[2]["detail"] == "no metrics"
+
+
+def test_a_run_of_two_epochs_or_more_is_timed_on_the_epochs_after_the_first(tmp_path):
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"images_per_sec": 100.0, "epoch_seconds": [4.0, 2.0, 3.0],
+                                   "epoch_images": [300, 300, 300]}))
+    assert read_metrics(metrics) == (600 / 5.0, 2.5)
+    for whole_run in ({"epoch_seconds": [4.0]}, {"epoch_seconds": [4.0, 2.0]},  # one epoch; no images per epoch
+                      {"epoch_seconds": [4.0, 0.0], "epoch_images": [300, 0]}):  # the second epoch never ran
+        metrics.write_text(json.dumps({"images_per_sec": 100.0, **whole_run}))
+        assert read_metrics(metrics)[0] == 100.0
 
 
 def test_the_spread_of_repeats_names_the_noisiest_setting():

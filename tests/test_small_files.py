@@ -89,6 +89,7 @@ def test_training_from_shards_and_from_the_folder_sees_the_same_first_batch(fold
         assert out.returncode == 0, out.stderr[-2000:]
         result = json.loads((tmp_path / f"{name}.json").read_text())
         assert result["steps"] == 1 and result["settings"]["format"] in {"image folder", "shards"}
+        assert result["epoch_images"] == [8] and len(result["epoch_seconds"]) == 1  # what a sweep times
         labels[name] = result["first_batch_labels"]
     assert len(labels["folder"]) == 8 and labels["folder"] == labels["shards"]
 
