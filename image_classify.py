@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
     scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
     seconds, data_wait, steps, images, accuracy = 0.0, 0.0, 0, 0, float("nan")
-    epoch_seconds, epoch_images = [], []  # per epoch: a sweep times the epochs after the first (warm)
+    epoch_seconds, epoch_images, epoch_wait = [], [], []  # per epoch: a sweep times the epochs after the first
     try:
         for epoch in range(1, args.epochs + 1):
             left = None if args.max_steps is None else args.max_steps - steps
@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds += stats["seconds"]
             epoch_seconds.append(stats["seconds"])
             epoch_images.append(stats["images"])
+            epoch_wait.append(stats["data_wait_seconds"])
             data_wait += stats["data_wait_seconds"]
             steps += stats["steps"]
             images += stats["images"]
@@ -183,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.metrics_json is not None:
         lesson1.write_json(args.metrics_json, {
             "images_per_sec": images / seconds, "train_seconds": seconds,
-            "epoch_seconds": epoch_seconds, "epoch_images": epoch_images, "data_wait_seconds": data_wait,
+            "epoch_seconds": epoch_seconds, "epoch_images": epoch_images,
+            "epoch_data_wait_seconds": epoch_wait, "data_wait_seconds": data_wait,
             "data_wait_fraction": data_wait / seconds, "steps": steps, "train_images": images,
             "test_accuracy": accuracy, "first_batch_labels": train_loader.labels,
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,

@@ -526,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = recipes.build(args, net.parameters(), len(train_loader), device, graphable=graph)
     step = GraphedStep(model, recipe.optimizer, args.amp) if graph else None
 
-    epoch_seconds, epoch_images, epoch_accuracy, data_wait, steps, images = [], [], [], 0.0, 0, 0
+    epoch_seconds, epoch_images, epoch_wait, epoch_accuracy, data_wait, steps, images = [], [], [], [], 0.0, 0, 0
     test_loss, accuracy, test_seconds = float("nan"), float("nan"), 0.0
     started_at = time.time()  # wall clock: jobs packed on one GPU are lined up by it (lesson 10)
     for epoch in range(1, args.epochs + 1):
@@ -534,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         stats = train(args, model, device, train_loader, recipe.optimizer, epoch, max_steps=left, step=step)
         epoch_seconds.append(stats["seconds"])
         epoch_images.append(stats["images"])
+        epoch_wait.append(stats["data_wait_seconds"])
         data_wait += stats["data_wait_seconds"]
         steps += stats["steps"]
         images += stats["images"]
@@ -558,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.metrics_json is not None:
         write_json(args.metrics_json, {
             "images_per_sec": images / train_seconds, "epoch_seconds": epoch_seconds,
-            "epoch_images": epoch_images, "epoch_test_accuracy": epoch_accuracy,
+            "epoch_images": epoch_images,
+            "epoch_data_wait_seconds": epoch_wait, "epoch_test_accuracy": epoch_accuracy,
             "data_wait_seconds": data_wait, "data_wait_fraction": data_wait / train_seconds,
             "test_loss": test_loss, "test_accuracy": accuracy, "test_seconds": test_seconds,
             "steps": steps, "train_images": images, "train_started_at": started_at, "train_ended_at": ended_at,

@@ -106,6 +106,8 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert all(not j["interpolated"] and j["ratio"] >= 1.0 for j in rules.values())
     assert rules["paced + 2, capped"]["workers"] == min(rules["margin 2"]["workers"], rules["paced"]["workers"] + 2)
     assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
+    assert set(result["wait_per_epoch_s"]) == {"0", "1"} and result["wait_knee"] in (0, 1)  # the workers' share
+    assert all(j["extra_wait"] >= 0 for j in rules.values())
 
 
 EXIT_SCRIPT = """
