@@ -118,15 +118,15 @@ def wait_knee(wait: pd.Series, best: float) -> int | None:
     return int(wait[wait - wait.min() <= (WITHIN - 1) * best].index.min())
 
 
-def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float):
+def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float, name: str = "paced"):
     """The loader timed with each batch held for the profiled compute (`profiling loader --hold-ms`):
     what a loop of that compute gets beside k workers, hand-over included, where the plain curve
     needs CURVE_MARGIN to stand in for it."""
     step(f"{out.name}: 1b. the loader curve paced by a held loop ({compute_ms:.2f} ms per batch)",
-         [sys.executable, "-m", "profiling", "loader", "--output-dir", str(out / "paced"), "--seconds",
+         [sys.executable, "-m", "profiling", "loader", "--output-dir", str(out / name), "--seconds",
           str(args.curve_seconds), "--hold-ms", f"{compute_ms:.3f}", "--", *command, "--num-workers", "1"],
-         out / "paced.log")
-    return read_curve(out / "paced" / f"{Path(command[0]).stem}.curve.json")
+         out / f"{name}.log")
+    return read_curve(out / name / f"{Path(command[0]).stem}.curve.json")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -142,6 +142,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "read by image_classify.py (ResNet-18)")
     p.add_argument("--repeats", type=int, default=None, help="runs per sweep setting; the median is kept "
                    "(default 3, or 1 with --quick)")
+    p.add_argument("--hold-share", type=float, default=0.8,
+                   help="also pace a curve at this share of the profiled compute (0: not): on an H100 the fed "
+                        "loop's step was 0.74-0.86 of what the profile at num_workers=1 said")
     p.add_argument("--sweep-epochs", type=int, default=2,
                    help="epochs per sweep run; with 2 or more each run is timed after its first")
     p.add_argument("--test-samples", type=int, default=1_000)
@@ -195,6 +198,12 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     paced = paced_curve(args, command, out, numbers.compute_ms) if numbers.compute_ms else None
     paced_choice = choose_workers(paced, numbers.compute_ms / 1e3, numbers.worker_cap) if paced else None
     rules = rule_choices(advice.num_workers, paced_choice.workers if paced_choice else None)
+    short = None  # the H100's hypothesis: held for the fed step (a share of the profiled), it finds the knee
+    if paced is not None and args.hold_share > 0:
+        short_ms = numbers.compute_ms * args.hold_share
+        short = paced_curve(args, command, out, short_ms, "paced-share")
+        short_choice = choose_workers(short, short_ms / 1e3, numbers.worker_cap)
+        rules[f"paced at {args.hold_share:g} x compute"] = short_choice.workers if short_choice else None
     workers = ",".join(str(w) for w in sorted({int(w) for w in args.workers.split(",")}
                                               | {k for k in rules.values() if k is not None}))
     sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", workers, "--lprof", str(lprof),
@@ -228,6 +237,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         if report.curve is not None and numbers.compute_ms else [],
         "paced_curve": {p.workers: round(p.batches_per_s, 1) for p in paced.points} if paced else None,
         "paced_hold_ms": paced.hold_ms if paced else None,
+        "paced_share_curve": {p.workers: round(p.batches_per_s, 1) for p in short.points} if short else None,
+        "paced_share_hold_ms": short.hold_ms if short else None,
         "what_if_paced": what_if(paced, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best) if paced else [],
         "wait_per_epoch_s": {int(w): round(v, 3) for w, v in wait.items()}, "wait_knee": wait_knee(wait, best),
         "rules": {rule: judge(w, ok, best, knee, gpus, node_share, wait) for rule, w in rules.items()},
@@ -243,7 +254,9 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
              f"paced curve (each batch held {result['paced_hold_ms']} ms; k: batches/s): {result['paced_curve']}",
              "what the paced curve would advise (fed share: k, vs best): " + ", ".join(
                  f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
-                 for w in result["what_if_paced"]), "",
+                 for w in result["what_if_paced"]),
+             f"paced at a share of the compute (each batch held {result['paced_share_hold_ms']} ms; k: batches/s): "
+             f"{result['paced_share_curve']}", "",
              f"data wait per warm epoch (k: s, median of the runs): {result['wait_per_epoch_s']}; "
              f"knee by the wait: {result['wait_knee']}", "",
              "| rule | k | CPUs | vs best | within 5 % | <= knee + 2 | CPUs saved | extra wait / best epoch |",

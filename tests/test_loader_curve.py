@@ -4,6 +4,7 @@ sweep and the report share. CPU only."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -108,6 +109,8 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
     assert set(result["wait_per_epoch_s"]) == {"0", "1"} and result["wait_knee"] in (0, 1)  # the workers' share
     assert all(j["extra_wait"] >= 0 for j in rules.values())
+    assert rules["paced at 0.8 x compute"]["workers"] in (0, 1)  # a second paced curve, held for 0.8 of the compute
+    assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)
 
 
 EXIT_SCRIPT = """
