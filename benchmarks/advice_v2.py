@@ -9,7 +9,8 @@ read by image_classify.py):
   2. `python -m profiling sweep --workers 0,1,2,4,6,8,12,16 --gpus 1 --repeats 3` on two epochs per
      run: each setting pinned to W + the main process's CPUs (the kit's one CPU rule), timed on its
      second epoch (the first carries the run's warm-up), the median of 3 runs kept; the k that each
-     rule advises (margin 2, the paced curve, and the two combined) is added, so none is interpolated;
+     rule advises (margin 2; on the paced curve the fewest fed workers, those + PACED_SLACK, and that
+     capped by margin 2; the fewest fed at --hold-share of the step) is added, so none is interpolated;
   3. the goals, for each rule: the advised epoch within 5 % of the best, at most the knee + 2 workers
      (the knee: the fewest workers within 5 % of the best throughput), and the CPUs saved against the
      node's share.
@@ -39,7 +40,7 @@ import pandas as pd
 
 from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
 from profiling.cpu_rule import cpus_for_workers, first_cpus
-from profiling.curve import FED_SHARE, choose_workers, read_curve
+from profiling.curve import FED_SHARE, PACED_SLACK, choose_workers, read_curve
 from profiling.report import build_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,13 +69,14 @@ def what_if(curve, compute_s: float, worker_cap: int, ok: pd.DataFrame, best: fl
     return rows
 
 
-def rule_choices(margin_k: int | None, paced_k: int | None) -> dict[str, int | None]:
-    """The k each rule gives: margin 2 on the plain curve (the default), the paced curve, and two
-    ways to combine them (the paced k plus slack, which the plain curve's k caps)."""
-    both = margin_k is not None and paced_k is not None
-    return {"margin 2": margin_k, "paced": paced_k,
-            "paced + 1, capped": min(margin_k, paced_k + 1) if both else None,
-            "paced + 2, capped": min(margin_k, paced_k + 2) if both else None}
+def rule_choices(margin_k: int | None, paced) -> dict[str, int | None]:
+    """The k each rule gives: margin 2 on the plain curve (the default); on the paced curve, the
+    fewest workers that keep the held loop fed, and the paced rule (those + PACED_SLACK); and the
+    paced rule capped by the plain curve's k."""
+    fed = None if paced is None else paced.workers if paced.fed_workers is None else paced.fed_workers
+    k = None if paced is None else paced.workers
+    return {"margin 2": margin_k, "paced: fewest fed": fed, f"paced: fed + {PACED_SLACK}": k,
+            "paced, capped by margin 2": min(margin_k, k) if margin_k is not None and k is not None else None}
 
 
 def judge(k: int | None, ok: pd.DataFrame, best: float, knee: int | None, gpus: int, node_share: int,
@@ -197,13 +199,14 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
           f"bare-profile estimate: {estimate}")
     paced = paced_curve(args, command, out, numbers.compute_ms) if numbers.compute_ms else None
     paced_choice = choose_workers(paced, numbers.compute_ms / 1e3, numbers.worker_cap) if paced else None
-    rules = rule_choices(advice.num_workers, paced_choice.workers if paced_choice else None)
+    rules = rule_choices(advice.num_workers, paced_choice)
     short = None  # the H100's hypothesis: held for the fed step (a share of the profiled), it finds the knee
     if paced is not None and args.hold_share > 0:
         short_ms = numbers.compute_ms * args.hold_share
         short = paced_curve(args, command, out, short_ms, "paced-share")
         short_choice = choose_workers(short, short_ms / 1e3, numbers.worker_cap)
-        rules[f"paced at {args.hold_share:g} x compute"] = short_choice.workers if short_choice else None
+        rules[f"paced at {args.hold_share:g} x compute: fewest fed"] = rule_choices(None, short_choice)[
+            "paced: fewest fed"]
     workers = ",".join(str(w) for w in sorted({int(w) for w in args.workers.split(",")}
                                               | {k for k in rules.values() if k is not None}))
     sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", workers, "--lprof", str(lprof),

@@ -24,6 +24,11 @@ CURVE_MARGIN = 2.0
 # hand-over that CURVE_MARGIN stands in for: there the workers must give the held loop this share of
 # its own rate, 1 / hold (the loop within 5 % of never waiting), and no margin is added.
 FED_SHARE = 1 / 1.05
+# ... and then this many workers more, because once fed the loop's real step is shorter than the
+# profiled one the hold is set from: 0.74-0.88 of it in six runs timed on warm epochs (three H100s, one
+# H200), where the fewest fed workers alone fell below the knee in five. Across twelve runs, fed + 2
+# was never above the knee + 2 (docs/results.md, "Advice v2: a steadier sweep").
+PACED_SLACK = 2
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
 
@@ -40,6 +45,7 @@ class CurveChoice:
     max_workers: int           # largest k the advice could take: the cap, or the largest measured
     capped: bool               # the curve still rose at the cap (or kept up only above it)
     never_keeps_up: bool       # the curve flattened below the target
+    fed_workers: int | None = None  # a paced curve: the fewest workers that reach the target (before the slack)
 
 
 def rate_at(points: list[CurvePoint], workers: int) -> float:
@@ -56,7 +62,8 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
                    margin: float = CURVE_MARGIN, fed_share: float = FED_SHARE) -> CurveChoice | None:
     """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s; for a
-    paced curve (hold_ms > 0), at least `fed_share` / hold, where 0 workers count like any other k.
+    paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, then
+    PACED_SLACK more when that is one or more (within the cap and the curve's measured top).
 
     When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
     still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
@@ -74,6 +81,9 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     if zero is not None and (zero >= target if paced else compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1):
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
     for k, rate in rates.items():
+        if rate >= target and paced:
+            advised = min(k + PACED_SLACK, top)
+            return CurveChoice(advised, target, rates[advised], best, best_k, top, False, False, fed_workers=k)
         if rate >= target:
             return CurveChoice(k, target, rate, best, best_k, top, False, False)
     # more CPUs would help: the curve reaches the target above the cap, or still rises past it

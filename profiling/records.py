@@ -123,6 +123,7 @@ class AdviceNumbers:
     curve_cpus: int | None = None       # the CPUs the curve was measured on
     curve_command: str | None = None    # the command that measures the curve (named by an estimate)
     curve_hold_ms: float = 0.0          # > 0: a paced curve, each batch held this long (no margin added)
+    curve_fed_workers: int | None = None  # a paced curve: the fewest workers that kept the held loop fed
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from jobs.submit import with_workers
 from lprof_fixtures import TRAIN_SOURCE, train_timings, write_lprof
 from profiling.advice import ESTIMATE_FACTOR, advise
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
-from profiling.curve import CURVE_MARGIN, FED_SHARE, choose_workers, read_curve
+from profiling.curve import CURVE_MARGIN, FED_SHARE, PACED_SLACK, choose_workers, read_curve
 from profiling.facts import Environment
 from profiling.loader_curve import measure_curve, spec_of, worker_ladder, write_outputs
 from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
@@ -103,13 +103,15 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert runs["detail"].nunique() == 4 and all(Path(log).is_file() for log in runs["detail"])  # a log per run
     assert result["paced_hold_ms"] > 0 and set(result["paced_curve"]) == {"0", "1"}  # the held loop's curve too
     rules = result["rules"]  # each rule's k, judged against the sweep, which ran it (nothing interpolated)
-    assert rules["margin 2"]["workers"] == result["advised_workers"] and rules["paced"]["workers"] in (0, 1)
+    assert rules["margin 2"]["workers"] == result["advised_workers"] and rules["paced: fewest fed"]["workers"] in (0, 1)
     assert all(not j["interpolated"] and j["ratio"] >= 1.0 for j in rules.values())
-    assert rules["paced + 2, capped"]["workers"] == min(rules["margin 2"]["workers"], rules["paced"]["workers"] + 2)
+    paced = rules[f"paced: fed + {PACED_SLACK}"]["workers"]  # + 2 within the quick curve's top (1 worker)
+    assert paced == min(rules["paced: fewest fed"]["workers"] + PACED_SLACK, 1) or paced == 0
+    assert rules["paced, capped by margin 2"]["workers"] == min(rules["margin 2"]["workers"], paced)
     assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
     assert set(result["wait_per_epoch_s"]) == {"0", "1"} and result["wait_knee"] in (0, 1)  # the workers' share
     assert all(j["extra_wait"] >= 0 for j in rules.values())
-    assert rules["paced at 0.8 x compute"]["workers"] in (0, 1)  # a second paced curve, held for 0.8 of the compute
+    assert rules["paced at 0.8 x compute: fewest fed"]["workers"] in (0, 1)  # held for 0.8 of it
     assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)
 
 
@@ -227,21 +229,24 @@ def test_hand_made_curve_and_profile_give_the_expected_advice(name, rates, compu
 
 # A paced curve (each batch held 5 ms: the loop's own rate is 200 batches/s) needs FED_SHARE of it, 190.5.
 PACED_CASES = [
-    # (name, curve, expected workers, expected rule)
-    ("fed at k", {0: 60, 1: 100, 2: 150, 4: 192, 8: 195}, 4, "workers_from_paced_curve"),  # 171 at k=3
-    ("fed with none", {0: 195, 1: 196, 2: 197}, 0, "no_workers_needed"),
-    ("never fed", {0: 40, 1: 60, 2: 100, 4: 120, 8: 121, 14: 121}, 4, "never_keeps_up"),
+    # (name, curve, fewest fed workers, expected workers = fed + PACED_SLACK within the cap, expected rule)
+    ("fed at k", {0: 60, 1: 100, 2: 150, 4: 192, 8: 195}, 4, 6, "workers_from_paced_curve"),  # 171 at k=3
+    ("fed near the cap", {0: 60, 1: 100, 4: 150, 13: 192, 14: 195}, 13, 14, "workers_from_paced_curve"),
+    ("fed with none", {0: 195, 1: 196, 2: 197}, None, 0, "no_workers_needed"),  # no slack: none wait at all
+    ("never fed", {0: 40, 1: 60, 2: 100, 4: 120, 8: 121, 14: 121}, None, 4, "never_keeps_up"),
 ]
 
 
-@pytest.mark.parametrize("name, rates, workers, rule", PACED_CASES, ids=[c[0] for c in PACED_CASES])
-def test_a_paced_curve_needs_the_fed_share_of_the_held_rate_and_no_margin(name, rates, workers, rule):
+@pytest.mark.parametrize("name, rates, fed, workers, rule", PACED_CASES, ids=[c[0] for c in PACED_CASES])
+def test_a_paced_curve_needs_the_fed_share_of_the_held_rate_then_two_workers_more(name, rates, fed, workers, rule):
     advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=5.0))
     assert advice.num_workers == workers and rule in advice.fired_rules, advice.reasons
-    assert advice.numbers.target_rate == pytest.approx(FED_SHARE * 200)
+    assert advice.numbers.target_rate == pytest.approx(FED_SHARE * 200) and advice.numbers.curve_fed_workers == fed
     assert "workers_from_curve" not in advice.fired_rules  # the margin's message is for a curve timed alone
     if rule == "workers_from_paced_curve":
-        assert "held 5 ms" in " ".join(advice.reasons) and "no margin" in " ".join(advice.reasons)
+        why = " ".join(advice.reasons)
+        assert "held 5 ms" in why and f"{fed} worker(s)" in why and f"adds {PACED_SLACK}" in why, why
+        assert f"{workers} in all" in why
 
 
 def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():

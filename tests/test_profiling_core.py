@@ -308,6 +308,11 @@ def test_every_message_formats_with_full_numbers():
                         cpus=4, batch_size=64, pin_memory=True)
     measured = model_numbers(_loop(9.267, 1.70, batches=10), JobFacts(cpus=4, gpus=1, num_workers=1), curve)
     numbers = replace(estimated, **{k: v for k, v in asdict(measured).items() if getattr(estimated, k) is None})
+    fed = LoaderCurve((CurvePoint(0, 10, 1.0, 10.0), CurvePoint(2, 10, 1.0, 1500.0)), cpus=4, batch_size=64,
+                      pin_memory=True, hold_ms=1.0)  # a paced curve: fills what only the paced rule says
+    paced = model_numbers(_loop(9.267, 1.70, batches=10), JobFacts(cpus=4, gpus=1, num_workers=1), fed)
+    assert paced.curve_fed_workers == 2
+    numbers = replace(numbers, **{k: v for k, v in asdict(paced).items() if getattr(numbers, k) is None})
     for rule in RULES:
         text = rule.text(numbers)
         assert "{" not in text and "None" not in text, rule.name
