@@ -4,8 +4,9 @@ For each workload (MNIST as shipped; MNIST with `--augment heavy`; lesson 9's fo
 read by image_classify.py):
   1. `python -m profiling run` one epoch at --num-workers 1: the profile, and the loader curve timed
      at exit; the advice is read from the report (measured), and from the bare profile (the estimate);
-     then `profiling loader --hold-ms C` times the loader paced by a loop that holds each batch for the
-     profiled compute C (the hand-over measured, where the plain curve adds CURVE_MARGIN);
+     then `profiling run --paced` profiles it again, and its curve at exit holds each batch for the
+     loop's own compute, as timed in that run (the hand-over measured, where the plain curve adds
+     CURVE_MARGIN): the one-command paced advice a user gets;
   2. `python -m profiling sweep --workers 0,1,2,4,6,8,12,16 --gpus 1 --repeats 3` on two epochs per
      run: each setting pinned to W + the main process's CPUs (the kit's one CPU rule), timed on its
      second epoch (the first carries the run's warm-up), the median of 3 runs kept; the k that each
@@ -52,31 +53,41 @@ WHAT_IF_MARGINS = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5)  # the advice this run's curv
 WHAT_IF_SHARES = (0.85, 0.9, FED_SHARE, 0.98)  # the same for the paced curve's fed share
 
 
+def epoch_at(k: int, ok: pd.DataFrame) -> tuple[float, bool]:
+    """The sweep's epoch time at k workers, and whether it was interpolated (linear between the swept
+    settings around k) rather than swept."""
+    swept = ok["epoch_seconds"].sort_index()
+    return float(np.interp(k, swept.index.to_numpy(), swept.to_numpy())), k not in swept.index
+
+
 def what_if(curve, compute_s: float, worker_cap: int, ok: pd.DataFrame, best: float) -> list[dict]:
     """For each margin (each fed share, for a paced curve): the k the curve would advise, and its epoch
-    time against the best (linear between swept settings when k was not swept: marked interpolated)."""
-    swept = ok["epoch_seconds"].sort_index()
+    time against the best (marked interpolated when k was not swept)."""
     paced = curve.hold_ms > 0
     rows = []
     for value in WHAT_IF_SHARES if paced else WHAT_IF_MARGINS:
         choice = choose_workers(curve, compute_s, worker_cap, **{"fed_share" if paced else "margin": value})
         if choice is None:
             continue
-        k = choice.workers
-        epoch = float(np.interp(k, swept.index.to_numpy(), swept.to_numpy()))
-        rows.append({"margin": round(value, 3), "workers": k, "ratio": round(epoch / best, 3),
-                     "interpolated": k not in swept.index})
+        epoch, interpolated = epoch_at(choice.workers, ok)
+        rows.append({"margin": round(value, 3), "workers": choice.workers, "ratio": round(epoch / best, 3),
+                     "interpolated": interpolated})
     return rows
 
 
-def rule_choices(margin_k: int | None, paced) -> dict[str, int | None]:
-    """The k each rule gives: margin 2 on the plain curve (the default); on the paced curve, the
-    fewest workers that keep the held loop fed, and the paced rule (those + PACED_SLACK); and the
-    paced rule capped by the plain curve's k."""
-    fed = None if paced is None else paced.workers if paced.fed_workers is None else paced.fed_workers
-    k = None if paced is None else paced.workers
-    return {"margin 2": margin_k, "paced: fewest fed": fed, f"paced: fed + {PACED_SLACK}": k,
-            "paced, capped by margin 2": min(margin_k, k) if margin_k is not None and k is not None else None}
+def rule_choices(margin_k: int | None, fed: int | None, paced_k: int | None) -> dict[str, int | None]:
+    """The k each rule gives: margin 2 on the curve timed alone (the default); on the paced curve,
+    the fewest workers that keep the held loop fed, and the paced rule (those + PACED_SLACK, what
+    `run --paced` advises); and the paced rule capped by the plain curve's k."""
+    return {"margin 2": margin_k, "paced: fewest fed": fed, f"paced: fed + {PACED_SLACK}": paced_k,
+            "paced, capped by margin 2": min(margin_k, paced_k) if None not in (margin_k, paced_k) else None}
+
+
+def fed_and_advised(numbers) -> tuple[int | None, int | None]:
+    """From a paced report's numbers: the fewest workers that kept the held loop fed (the advice itself
+    when no slack was added: fed with none, or never fed) and the advice."""
+    fed = numbers.curve_fed_workers if numbers.curve_fed_workers is not None else numbers.num_workers
+    return fed, numbers.num_workers
 
 
 def judge(k: int | None, ok: pd.DataFrame, best: float, knee: int | None, gpus: int, node_share: int,
@@ -85,11 +96,10 @@ def judge(k: int | None, ok: pd.DataFrame, best: float, knee: int | None, gpus: 
     and the data wait it leaves beyond the least any setting had (as a share of the best epoch)."""
     if k is None:
         return {"workers": None}
-    swept = ok["epoch_seconds"].sort_index()
-    epoch = float(np.interp(k, swept.index.to_numpy(), swept.to_numpy()))
+    epoch, interpolated = epoch_at(k, ok)
     extra = float(np.interp(k, wait.index.to_numpy(), wait.to_numpy()) - wait.min()) / best if len(wait) else None
     return {"workers": k, "cpus": cpus_for_workers(k, gpus), "ratio": round(epoch / best, 3),
-            "interpolated": k not in swept.index, "within_5pct": epoch / best <= WITHIN,
+            "epoch_s": epoch, "interpolated": interpolated, "within_5pct": epoch / best <= WITHIN,
             "at_most_knee_plus_2": knee is not None and k <= knee + KNEE_SLACK,
             "cpus_saved": node_share - cpus_for_workers(k, gpus),
             "extra_wait": None if extra is None else round(extra, 3)}
@@ -103,7 +113,7 @@ def steady_waits(sweep_dir: Path) -> pd.Series:
         pd.read_csv(sweep_dir / "sweep.csv")
     waits: dict[int, list[float]] = {}
     for row in runs[runs["status"] == "ok"].itertuples():
-        folder = Path(str(row.detail).split("first: ")[-1]).parent
+        folder = Path(str(row.detail)).parent  # the run's log, beside its metrics.json
         try:
             per_epoch = json.loads((folder / "metrics.json").read_text())["epoch_data_wait_seconds"]
         except (OSError, KeyError, ValueError):
@@ -120,10 +130,19 @@ def wait_knee(wait: pd.Series, best: float) -> int | None:
     return int(wait[wait - wait.min() <= (WITHIN - 1) * best].index.min())
 
 
-def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float, name: str = "paced"):
-    """The loader timed with each batch held for the profiled compute (`profiling loader --hold-ms`):
-    what a loop of that compute gets beside k workers, hand-over included, where the plain curve
-    needs CURVE_MARGIN to stand in for it."""
+def paced_report(args: argparse.Namespace, command: list[str], out: Path):
+    """`profiling run --paced` at num_workers=1: a second profile, whose curve at exit holds each batch
+    for the loop's own compute per batch as timed in that run; its report is the paced advice."""
+    step(f"{out.name}: 1b. profile again with `run --paced` (the curve held for the loop's own step)",
+         [sys.executable, "-m", "profiling", "run", "--paced", "--output-dir", str(out / "paced"), "--curve-seconds",
+          str(args.curve_seconds), "--formats", "text,json", "--", *command, "--num-workers", "1"],
+         out / "paced.log")
+    return build_report(out / "paced" / f"{Path(command[0]).stem}.lprof")
+
+
+def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float, name: str):
+    """The loader timed with each batch held `compute_ms` (`profiling loader --hold-ms`): what a loop
+    of that step gets beside k workers, hand-over included."""
     step(f"{out.name}: 1b. the loader curve paced by a held loop ({compute_ms:.2f} ms per batch)",
          [sys.executable, "-m", "profiling", "loader", "--output-dir", str(out / name), "--seconds",
           str(args.curve_seconds), "--hold-ms", f"{compute_ms:.3f}", "--", *command, "--num-workers", "1"],
@@ -169,7 +188,7 @@ def small_files_root(args: argparse.Namespace) -> Path:
 
 def script_args(args: argparse.Namespace, name: str, epochs: int = 1) -> list[str]:
     if name == "small-files":  # lesson 9's folder of small JPEGs: each decoded and augmented in the workers
-        size = ["--image-size", "32"] if args.quick else []
+        size = ["--image-size", "32", "--batch-size", "16"] if args.quick else []  # 8 batches: 7 steps to pace by
         return [str(REPO / "image_classify.py"), "--data", str(small_files_root(args) / "train"), "--no-test",
                 "--epochs", str(epochs), *size]
     samples = args.heavy_train_samples if WORKLOADS[name] else args.train_samples
@@ -197,16 +216,16 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     estimate = {"num_workers": bare.advice.num_workers, "cpus_per_task": bare.advice.cpus_per_task}
     print(f"   advice ({numbers.basis}): num_workers={advice.num_workers}, --cpus-per-task={advice.cpus_per_task}; "
           f"bare-profile estimate: {estimate}")
-    paced = paced_curve(args, command, out, numbers.compute_ms) if numbers.compute_ms else None
-    paced_choice = choose_workers(paced, numbers.compute_ms / 1e3, numbers.worker_cap) if paced else None
-    rules = rule_choices(advice.num_workers, paced_choice)
+    paced_run = paced_report(args, command, out)
+    paced = paced_run.curve if paced_run.curve is not None and paced_run.curve.hold_ms > 0 else None
+    rules = rule_choices(advice.num_workers, *(fed_and_advised(paced_run.advice.numbers) if paced else (None, None)))
     short = None  # the H100's hypothesis: held for the fed step (a share of the profiled), it finds the knee
     if paced is not None and args.hold_share > 0:
-        short_ms = numbers.compute_ms * args.hold_share
+        short_ms = paced.hold_ms * args.hold_share
         short = paced_curve(args, command, out, short_ms, "paced-share")
         short_choice = choose_workers(short, short_ms / 1e3, numbers.worker_cap)
-        rules[f"paced at {args.hold_share:g} x compute: fewest fed"] = rule_choices(None, short_choice)[
-            "paced: fewest fed"]
+        rules[f"paced at {args.hold_share:g} x the step: fewest fed"] = None if short_choice is None else (
+            short_choice.workers if short_choice.fed_workers is None else short_choice.fed_workers)
     workers = ",".join(str(w) for w in sorted({int(w) for w in args.workers.split(",")}
                                               | {k for k in rules.values() if k is not None}))
     sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", workers, "--lprof", str(lprof),
@@ -221,16 +240,17 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     best = float(ok.loc[best_w, "epoch_seconds"])
     k = advice.num_workers
     batch = (report.curve.batch_size if report.curve is not None else None) or 64
-    advised = float(ok.loc[k, "epoch_seconds"]) if k in ok.index else float("nan")
     node_share = len(first_cpus(10_000))  # the node's cores for this one GPU: what "ask for everything" gets
-    asked = cpus_for_workers(k, gpus) if k is not None else None
+    judged = {rule: judge(w, ok, best, knee, gpus, node_share, wait) for rule, w in rules.items()}
+    default = judged["margin 2"]  # the default rule's verdict, also given at the top level
+    asked = default.get("cpus")
     result = {
         "workload": name, "command": " ".join(command), "basis": numbers.basis, "advised_workers": k,
         "cpus_asked": asked, "estimate_without_curve": estimate, "knee": knee, "best_workers": best_w,
-        "best_epoch_s": best, "advised_epoch_s": advised, "ratio": advised / best,
-        "within_5pct": advised / best <= WITHIN, "at_most_knee_plus_2": k is not None and knee is not None
-        and k <= knee + KNEE_SLACK, "node_share_cpus": node_share,
-        "cpu_hours_saved_per_gpu_hour": node_share - asked if asked is not None else None,
+        "best_epoch_s": best, "advised_epoch_s": default.get("epoch_s"), "ratio": default.get("ratio", float("nan")),
+        "within_5pct": default.get("within_5pct", False),
+        "at_most_knee_plus_2": default.get("at_most_knee_plus_2", False),
+        "node_share_cpus": node_share, "cpu_hours_saved_per_gpu_hour": default.get("cpus_saved"),
         "curve": {p.workers: round(p.batches_per_s, 1) for p in report.curve.points} if report.curve else None,
         "compute_ms_per_batch": numbers.compute_ms, "reasons": advice.reasons,
         # the loop's fastest step in the sweep (images/s over the batch size): what the profiled
@@ -239,12 +259,14 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         "what_if_margins": what_if(report.curve, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best)
         if report.curve is not None and numbers.compute_ms else [],
         "paced_curve": {p.workers: round(p.batches_per_s, 1) for p in paced.points} if paced else None,
-        "paced_hold_ms": paced.hold_ms if paced else None,
+        "paced_hold_ms": paced.hold_ms if paced else None,  # the loop's own step, timed in the `run --paced` run
+        "paced_compute_ms_per_batch": paced_run.advice.numbers.compute_ms,  # ... and as that run's profile says
+        "paced_reasons": paced_run.advice.reasons,
         "paced_share_curve": {p.workers: round(p.batches_per_s, 1) for p in short.points} if short else None,
         "paced_share_hold_ms": short.hold_ms if short else None,
         "what_if_paced": what_if(paced, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best) if paced else [],
         "wait_per_epoch_s": {int(w): round(v, 3) for w, v in wait.items()}, "wait_knee": wait_knee(wait, best),
-        "rules": {rule: judge(w, ok, best, knee, gpus, node_share, wait) for rule, w in rules.items()},
+        "rules": judged,
         "sweep_command": " ".join(sweep_cmd), "sweep": json.loads(ok.reset_index().to_json(orient="records"))}
     lines = [f"## {name}", "", f"`{result['command']}`", "",
              f"advice ({numbers.basis}, from a profile at num_workers=1): num_workers={k}, --cpus-per-task={asked}; "
@@ -254,7 +276,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
              "what other margins would advise (k, vs best): " + ", ".join(
                  f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
                  for w in result["what_if_margins"]),
-             f"paced curve (each batch held {result['paced_hold_ms']} ms; k: batches/s): {result['paced_curve']}",
+             f"`run --paced` curve (each batch held {result['paced_hold_ms']} ms, the loop's own step; its profile "
+             f"said {result['paced_compute_ms_per_batch']} ms; k: batches/s): {result['paced_curve']}",
              "what the paced curve would advise (fed share: k, vs best): " + ", ".join(
                  f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
                  for w in result["what_if_paced"]),

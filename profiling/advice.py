@@ -13,6 +13,8 @@ The model (docs/profiling-model.md explains it at length):
   k = num_workers of the profiled run
 With a measured loader curve (batches/s against workers, `profiling.loader_curve`), num_workers is
 the fewest workers whose throughput covers CURVE_MARGIN / C (`profiling.curve.choose_workers`).
+A paced curve (each batch held H ms, `run --paced` or `loader --hold-ms`) needs no margin: the fewest
+workers that keep the held loop fed (FED_SHARE / H), then PACED_SLACK more; H far from C is warned of.
 Without one (a bare .lprof) it is an estimate: one worker builds a batch in P = W (k = 0) or
 P = k (W + C) (k >= 1, loop starved); the average need is ceil(P / C) and the estimate is
 ceil(ESTIMATE_FACTOR P / C), labelled as such, naming the command that measures the curve.
@@ -46,6 +48,10 @@ HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,
              "fed_pct": round(100 * FED_SHARE), "paced_slack": PACED_SLACK}
+# A paced curve answers for a loop whose step is its hold. Held more than this share away from the
+# profile's compute per batch, it was measured for another loop (a hold typed by hand, an older run),
+# and the report says so. `run --paced` holds for the loop's own step, timed in the same run.
+HOLD_TOLERANCE = 0.25
 # Share of the loader workers' time spent opening and reading files (`python -m small_files split`
 # stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
 READS_DOMINATE = 0.5
@@ -102,7 +108,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
                     "chosen_rate": choice.chosen_rate, "curve_best_rate": choice.best_rate,
                     "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers,
-                    "curve_hold_ms": curve.hold_ms, "curve_fed_workers": choice.fed_workers}
+                    "curve_hold_ms": curve.hold_ms, "curve_fed_workers": choice.fed_workers,
+                    "curve_slack": None if choice.fed_workers is None else choice.workers - choice.fed_workers}
         spare = False
     elif not loader_bound:
         chosen = needed = workers
@@ -124,6 +131,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
+        "hold_mismatch": curve is not None and curve.hold_ms > 0 and compute > 0
+        and abs(curve.hold_ms / (1e3 * compute) - 1) > HOLD_TOLERANCE,
         "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers")})
 
 
@@ -174,17 +183,21 @@ RULES: tuple[Rule, ...] = (
          "Timed alone on {cpus} CPU(s), the loader delivers {chosen_rate:.0f} batches/s with {num_workers} "
          "worker(s), the fewest workers that reach {margin} times the loop's rate ({target_rate:.0f} batches/s). "
          "(With none, the main process would build each batch in turn with the step, not beside it.) "
-         "The margin stands in for what handing batches to a busy loop costs; to measure that instead, time "
-         "the loader with each batch held for the step: `python -m profiling loader --hold-ms {compute_ms:.2f} "
-         "-- SCRIPT ARGS`."),
+         "The margin stands in for what handing batches to a busy loop costs; to measure that instead, profile "
+         "with `python -m profiling run --paced -- SCRIPT ARGS` (the loader timed with each batch held for the "
+         "loop's own step), or `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`."),
     Rule("workers_from_paced_curve", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1
          and n.curve_hold_ms > 0,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
          "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
          "that keep such a loop fed {fed_pct}% of the time ({target_rate:.0f} batches/s). The hand-over is in "
-         "this measurement; the advice adds {paced_slack} (up to the CPUs' cap), {num_workers} in all, because "
-         "once fed the real step ran shorter than the profiled one (0.74-0.88 of it in six GPU runs)."),
+         "this measurement; the advice adds {curve_slack}, {num_workers} in all, because once fed the real step "
+         "ran shorter than the profiled one (0.74-0.88 of it in six GPU runs)."),
+    Rule("paced_slack_capped", "advice",
+         lambda n: n.basis == "measured" and n.curve_slack is not None and n.curve_slack < PACED_SLACK,
+         "Only {curve_slack} of the {paced_slack} workers the paced advice adds fit beside the main process "
+         "in {cpu_ceiling} CPU(s); with more CPUs, ask for {paced_slack} more than the fewest fed."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and n.num_workers == 0,
          "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
@@ -193,12 +206,30 @@ RULES: tuple[Rule, ...] = (
          "Keeping up needs more workers than {cpu_ceiling} CPU(s) can run beside the main process, so "
          "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
          "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
-    Rule("never_keeps_up", "advice", lambda n: n.never_keeps_up,
-         "The loader cannot keep up at any number of workers: measured, it levels off at "
-         "{curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the {compute_rate:.0f} "
-         "batches/s the loop consumes, so more than {num_workers} workers only take CPUs. Make batches "
-         "cheaper to build (lighter transforms, one file per many samples instead of many small files) "
-         "or keep the data on the GPU."),
+    Rule("never_keeps_up", "advice", lambda n: n.never_keeps_up and not n.curve_hold_ms,
+         "The loader cannot keep up at any number of workers: timed alone, it levels off at "
+         "{curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the {target_rate:.0f} "
+         "batches/s it should deliver ({margin} times the {compute_rate:.0f} the loop consumes), so more than "
+         "{num_workers} workers only take CPUs. Make batches cheaper to build (lighter transforms, one file "
+         "per many samples instead of many small files) or keep the data on the GPU."),
+    Rule("never_feeds_held_loop", "advice",
+         lambda n: n.never_keeps_up and n.curve_hold_ms > 0 and (n.curve_best_workers or 0) > 1,
+         "The loader cannot keep the loop fed at any number of workers: with each batch held {curve_hold_ms:g} ms, "
+         "it levels off at {curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the "
+         "{target_rate:.0f} batches/s that keep such a loop fed {fed_pct}% of the time, so more than {num_workers} "
+         "worker(s) only take CPUs. Make batches cheaper to build (lighter transforms, one file per many samples "
+         "instead of many small files) or keep the data on the GPU."),
+    Rule("held_loop_handoff", "advice",
+         lambda n: n.never_keeps_up and n.curve_hold_ms > 0 and (n.curve_best_workers or 0) <= 1,
+         "With each batch held {curve_hold_ms:g} ms, {curve_best_workers} worker(s) deliver {curve_best_rate:.0f} "
+         "batches/s and more workers add nothing, a little short of the {target_rate:.0f} batches/s that keep "
+         "such a loop fed {fed_pct}% of the time. Building batches is not what is short: the loop still waits "
+         "for each batch to be handed over, which more workers do not remove. Keep {num_workers}."),
+    Rule("hold_mismatch", "warning", lambda n: n.hold_mismatch,
+         "The paced loader curve held each batch {curve_hold_ms:g} ms, but this profile's loop computed for "
+         "{compute_ms:.2f} ms per batch: the curve answers for a loop of another pace, and so does its advice. "
+         "Measure it again with `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`, or "
+         "profile with `python -m profiling run --paced`, which holds for the loop's own step."),
     Rule("no_room_for_spare", "advice", lambda n: n.loader_bound and n.spare_dropped,
          "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
          "num_workers is {num_workers}: at least the average need, with less room for slow batches."),
@@ -250,6 +281,7 @@ RULES: tuple[Rule, ...] = (
 LESSON_SCRIPT_HINTS: dict[str, str] = {
     "capped_by_cpus": "(mnist_classify.py: --gpu-resident keeps the data on the GPU.)",
     "never_keeps_up": "(mnist_classify.py: --gpu-resident.)",
+    "never_feeds_held_loop": "(mnist_classify.py: --gpu-resident.)",
     "compute_bound": "(mnist_classify.py: --batch-size, --amp, --gpu-resident.)",
     "pin_memory": "(mnist_classify.py: on by default with CUDA, off with --no-pin-memory.)",
     "persistent_workers": "(mnist_classify.py: --persistent-workers.)",

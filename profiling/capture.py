@@ -35,6 +35,7 @@ PATH_VAR = "DLPROF_LOADERS"         # where to write the record
 WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
 BATCHES_VAR = "DLPROF_MAX_BATCHES"  # stop the script after this many batches of one loader
 TARGET = "torch.utils.data.dataloader"
+FEW_STEPS = 5  # loop steps the hook must time before its compute per batch is used
 SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
 
 
@@ -69,7 +70,8 @@ class Capture:
             entry = {"built_at": getattr(loader, "_dlprof_built_at", "?"), "iterated_at": self.caller(),
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "epochs": 0, "batches": 0,
-                     "first_batch_s": None, "last_batch_s": None}
+                     "first_batch_s": None, "last_batch_s": None,
+                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
             if self.set_workers is not None:
                 entry["workers_set_by"] = WORKERS_VAR
             object.__setattr__(loader, "_dlprof_entry", entry)
@@ -77,9 +79,21 @@ class Capture:
         entry["epochs"] += 1
         return entry
 
-    def batch(self, entry: dict[str, Any]) -> None:
-        """Count one batch; after `max_batches` of one loader, stop the script (exit 0)."""
+    def batch(self, entry: dict[str, Any], iterator: Any = None, asked: float | None = None) -> None:
+        """Count one batch; after `max_batches` of one loader, stop the script (exit 0).
+
+        With the iterator and the moment the loop `asked` for this batch, also time the loop's own
+        step: from one batch of an epoch to the next, and how much of it was the wait for the batch.
+        The first batch of each epoch is left out (the workers starting), and so is the time between
+        epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute."""
         now = time.perf_counter()
+        previous = getattr(iterator, "_dlprof_last", None)
+        if previous is not None and asked is not None:
+            entry["loop_steps"] += 1
+            entry["loop_seconds"] += now - previous
+            entry["loop_wait_seconds"] += now - asked
+        if iterator is not None:
+            object.__setattr__(iterator, "_dlprof_last", now)
         entry["batches"] += 1
         if entry["first_batch_s"] is None:
             entry["first_batch_s"] = now
@@ -118,13 +132,15 @@ class Capture:
             entry = capture.record(self)
             iterator = iterate(self)
             object.__setattr__(iterator, "_dlprof_entry", entry)
+            object.__setattr__(iterator, "_dlprof_last", None)  # persistent workers reuse the iterator
             return iterator
 
         def __next__(self: Any) -> Any:
+            asked = time.perf_counter()
             item = advance(self)
             entry = getattr(self, "_dlprof_entry", None)
             if entry is not None:
-                capture.batch(entry)
+                capture.batch(entry, self, asked)
             return item
 
         loader_class.__init__, loader_class.__iter__, iter_class.__next__ = __init__, __iter__, __next__
@@ -200,6 +216,16 @@ def batches_per_second(entry: Mapping[str, Any]) -> float | None:
     if batches < 2 or first is None or last is None or last <= first:
         return None
     return (batches - 1) / (last - first)
+
+
+def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:
+    """The loop body's compute per batch, as the hook timed it (step minus wait, epochs' first batches
+    left out); None with fewer than FEW_STEPS steps timed, too few to stand for the loop."""
+    steps = entry.get("loop_steps") or 0
+    if steps < FEW_STEPS:
+        return None
+    compute = (float(entry.get("loop_seconds") or 0.0) - float(entry.get("loop_wait_seconds") or 0.0)) / steps
+    return compute if compute > 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:

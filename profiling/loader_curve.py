@@ -10,7 +10,8 @@ compute before the next is asked for: the paced curve, with the hand-over in the
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
   * `profiling run` sets DLPROF_CURVE: the loader is measured when the profiled script exits
-    (after kernprof has its numbers, so the measurement never shows in the profile);
+    (after kernprof has its numbers, so the measurement never shows in the profile); `run --paced`
+    holds each batch for the loop's own compute per batch, which the capture hook timed in the run;
   * `profiling loader -- SCRIPT ARGS` (this module's `main`) runs the script only until its first
     loader has given a few batches, then measures it: the curve without training.
 """
@@ -34,6 +35,7 @@ from profiling.records import CurvePoint, LoaderCurve, curve_timing
 CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot goes beside it
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
 HOLD_VAR = "DLPROF_CURVE_HOLD_MS"  # hold each batch this long, as the training loop would (a paced curve)
+HOLD_LOOP = "loop"  # ... HOLD_VAR's value for: as long as the loop's own compute per batch (`run --paced`)
 SECONDS = 2.0        # per setting, after the first batch (worker start-up is left out)
 MAX_BATCHES = 1000   # per setting: a fast loader need not run its whole budget
 LADDER = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # about x1.5 apart
@@ -184,8 +186,10 @@ def write_outputs(curve: LoaderCurve, path: Path) -> list[Path]:
 class _CurveHook:
     """Keeps the spec of each loader capture records, and measures the busiest one at exit."""
 
-    def __init__(self, path: Path, seconds: float, hold_ms: float = 0.0) -> None:
-        self.path, self.seconds, self.hold_ms = path, seconds, hold_ms
+    def __init__(self, path: Path, seconds: float, hold_ms: float | str = 0.0) -> None:
+        self.path, self.seconds = path, seconds
+        self.paced_by_loop = hold_ms == HOLD_LOOP
+        self.hold_ms = 0.0 if self.paced_by_loop else float(hold_ms)
         self.specs: list[tuple[dict, LoaderSpec]] = []
         self.capture: capture.Capture | None = None
         self.interrupted = False
@@ -214,6 +218,19 @@ class _CurveHook:
 
         signal.signal(signal.SIGINT, interrupted)
 
+    @staticmethod
+    def loop_hold_ms(entry: Mapping[str, Any]) -> float:
+        """The loop's own compute per batch, in ms, to hold each batch for; 0 (timed alone, said) when
+        the loop ran too few steps for the hook to time it."""
+        compute = capture.loop_compute_seconds(entry)
+        if compute is None:
+            print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
+                  "the curve by; it is timed alone", file=sys.stderr)
+            return 0.0
+        print(f"loader curve: the loop computed for {1e3 * compute:.2f} ms per batch ({entry['loop_steps']} steps "
+              "timed): each batch is held that long", file=sys.stderr)
+        return round(1e3 * compute, 3)
+
     def measure(self) -> None:
         if self.interrupted:
             print("loader curve: not measured: the run was interrupted", file=sys.stderr)
@@ -224,7 +241,9 @@ class _CurveHook:
             return
         cap = self.capture
         seen, cap.max_batches, cap.set_workers = len(cap.loaders), None, None  # our loaders are not the script's
-        _, spec = max(self.specs, key=lambda pair: pair[0].get("batches") or 0)
+        entry, spec = max(self.specs, key=lambda pair: pair[0].get("batches") or 0)
+        if self.paced_by_loop:
+            self.hold_ms = self.loop_hold_ms(entry)
         gpus = visible_gpus()
         cpus = job_cpus()
         print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
@@ -252,8 +271,9 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
     environ = os.environ if environ is None else environ
     if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
         return False
+    hold = environ.get(HOLD_VAR) or 0.0
     _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS),
-               float(environ.get(HOLD_VAR) or 0.0)).install()
+               hold if hold == HOLD_LOOP else float(hold)).install()
     return True
 
 

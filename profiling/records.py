@@ -113,7 +113,7 @@ class AdviceNumbers:
     basis: str = "none"                 # "measured" (loader curve), "estimate" (profile only), "kept", "none"
     estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
     compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
-    target_rate: float | None = None    # compute_rate x CURVE_MARGIN: what the workers must deliver
+    target_rate: float | None = None    # what the workers must deliver: compute_rate x margin, or FED_SHARE / hold
     chosen_rate: float | None = None    # the curve's batches/s at the advised workers
     curve_best_rate: float | None = None     # the curve's highest batches/s within the CPUs
     curve_best_workers: int | None = None    # ... and the fewest workers within 5 % of it
@@ -124,6 +124,8 @@ class AdviceNumbers:
     curve_command: str | None = None    # the command that measures the curve (named by an estimate)
     curve_hold_ms: float = 0.0          # > 0: a paced curve, each batch held this long (no margin added)
     curve_fed_workers: int | None = None  # a paced curve: the fewest workers that kept the held loop fed
+    curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)
+    hold_mismatch: bool = False         # a paced curve held for a step far from this profile's compute
 
 
 @dataclass(frozen=True)

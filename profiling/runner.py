@@ -24,6 +24,7 @@ from pathlib import Path
 from profiling import capture
 from profiling.argv import flag_value
 from profiling.cpu_rule import workers_for_cpus
+from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
 from profiling.precheck import unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
@@ -130,8 +131,9 @@ def _now() -> str:
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
                  num_workers: int | None = None, curve_seconds: float = 2.0,
-                 modules: Sequence[str] = ()) -> tuple[int, dict, "Sampler | None"]:
-    """Run the script under kernprof; return (exit code, metadata, sampler or None)."""
+                 modules: Sequence[str] = (), paced: bool = False) -> tuple[int, dict, "Sampler | None"]:
+    """Run the script under kernprof; return (exit code, metadata, sampler or None). `paced`: the
+    loader curve at exit holds each batch for the loop's own compute per batch (profiling.loader_curve)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
@@ -144,7 +146,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     if num_workers is not None:
         workers, workers_source = num_workers, "dlkit-prof run --num-workers"
     loaders = out_dir / f"{stem}.loaders.json"
-    curve = out_dir / f"{stem}.curve.json"  # the loader timed alone at exit (profiling.loader_curve)
+    curve = out_dir / f"{stem}.curve.json"  # the loader timed at exit, alone or paced (profiling.loader_curve)
     for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve, curve.with_suffix(".png")):
         # never report a previous run's results
         stale.unlink(missing_ok=True)
@@ -162,7 +164,9 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     sampler = None
     child_env = kernprof_environment(loaders=loaders)
     if curve_seconds > 0:
-        child_env.update({"DLPROF_CURVE": str(curve), "DLPROF_CURVE_SECONDS": str(curve_seconds)})
+        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds)})
+        if paced:
+            child_env[HOLD_VAR] = HOLD_LOOP
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
         try:
@@ -224,7 +228,8 @@ def run_command(args: argparse.Namespace) -> int:
     out_dir = Path(args.output_dir)
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
-                                       getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or ())
+                                       getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
+                                       getattr(args, "paced", False))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)

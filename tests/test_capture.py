@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from profiling.capture import BATCHES_VAR, PATH_VAR, WORKERS_VAR, batches_per_second, loader_for_loop, read_loaders
+import pytest
+
+from profiling.capture import (BATCHES_VAR, FEW_STEPS, PATH_VAR, WORKERS_VAR, batches_per_second, loader_for_loop,
+                               loop_compute_seconds, read_loaders)
 from profiling.facts import Environment, job_facts
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tests" / "data" / "own_scripts" / "workers_in_code.py"
+HELD = REPO / "tests" / "data" / "own_scripts" / "held_steps.py"
 
 
 def _captured(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -57,3 +61,22 @@ def test_the_loop_gets_its_own_loader_and_the_facts_use_it(tmp_path):
     assert job_facts(cpus=4, num_workers=5, environment=Environment(), loader=train).num_workers == 5
     (tmp_path / "bad.json").write_text("{not json")
     assert read_loaders(tmp_path / "bad.json") == [] and read_loaders(tmp_path / "missing.json") == []
+
+
+@pytest.mark.parametrize("workers", [0, 1], ids=["no workers", "one persistent worker"])
+def test_times_the_loops_own_step_leaving_out_epoch_starts_and_the_time_between(tmp_path, workers):
+    """Each step holds its batch 20 ms; 0.3 s pass between the two epochs of 8 batches. The hook times
+    7 steps per epoch (the first batch, the workers starting, is left out), and with persistent
+    workers the reused iterator starts each epoch afresh too, so the 0.3 s never counts."""
+    out = tmp_path / "loaders.json"
+    environ = {**os.environ, "PYTHONPATH": str(REPO), PATH_VAR: str(out)}
+    done = subprocess.run([sys.executable, "-m", "profiling.capture", str(HELD), "--workers", str(workers)],
+                          env=environ, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [loader] = json.loads(out.read_text())["loaders"]
+    assert (loader["epochs"], loader["batches"], loader["loop_steps"]) == (2, 16, 14)
+    span = loader["last_batch_s"] - loader["first_batch_s"]  # first to last batch, the 0.3 s included
+    assert loader["loop_seconds"] <= span - 0.3
+    assert 0 <= loader["loop_wait_seconds"] < loader["loop_seconds"]
+    assert loop_compute_seconds(loader) >= 0.02  # a step holds at least its sleep
+    assert loop_compute_seconds({**loader, "loop_steps": FEW_STEPS - 1}) is None

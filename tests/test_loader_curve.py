@@ -101,7 +101,8 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert sorted(runs["workers"]) == [0, 0, 1, 1] and "repeats: runs of one setting differed by up to" in \
         (tmp_path / "out" / "small-files" / "sweep.log").read_text()
     assert runs["detail"].nunique() == 4 and all(Path(log).is_file() for log in runs["detail"])  # a log per run
-    assert result["paced_hold_ms"] > 0 and set(result["paced_curve"]) == {"0", "1"}  # the held loop's curve too
+    assert result["paced_hold_ms"] > 0 and set(result["paced_curve"]) == {"0", "1"}  # `run --paced`: its own step
+    assert result["paced_compute_ms_per_batch"] > 0 and result["paced_reasons"]
     rules = result["rules"]  # each rule's k, judged against the sweep, which ran it (nothing interpolated)
     assert rules["margin 2"]["workers"] == result["advised_workers"] and rules["paced: fewest fed"]["workers"] in (0, 1)
     assert all(not j["interpolated"] and j["ratio"] >= 1.0 for j in rules.values())
@@ -111,7 +112,7 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
     assert set(result["wait_per_epoch_s"]) == {"0", "1"} and result["wait_knee"] in (0, 1)  # the workers' share
     assert all(j["extra_wait"] >= 0 for j in rules.values())
-    assert rules["paced at 0.8 x compute: fewest fed"]["workers"] in (0, 1)  # held for 0.8 of it
+    assert rules["paced at 0.8 x the step: fewest fed"]["workers"] in (0, 1)  # held for 0.8 of it
     assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)
 
 
@@ -176,6 +177,26 @@ def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
     assert read_curve(write_outputs(held, tmp_path / "held.curve.json")[0]) == held
 
 
+def test_run_paced_holds_the_curve_for_the_loops_own_step_in_one_command(tmp_path):
+    """`run --paced`: kernprof profiles the loop, the capture hook times its step (20 ms of sleep per
+    batch, tests/data/own_scripts/held_steps.py), and the curve at exit holds each batch that long.
+    The hold and the profile's compute per batch come from one run, so the report finds them
+    in agreement and reads the curve as paced."""
+    script = REPO / "tests" / "data" / "own_scripts" / "held_steps.py"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--paced", "--curve-seconds", "0.3",
+                           "--formats", "json", "--output-dir", str(tmp_path), "--", str(script)],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "each batch is held that long" in done.stderr and "held" in done.stdout
+    curve = read_curve(tmp_path / "held_steps.curve.json")
+    report = build_report(tmp_path / "held_steps.lprof")
+    numbers = report.advice.numbers
+    assert curve.hold_ms >= 20.0 and numbers.curve_hold_ms == curve.hold_ms and numbers.basis == "measured"
+    assert numbers.compute_ms >= 20.0 and "hold_mismatch" not in report.advice.fired_rules
+    assert "never_keeps_up" not in report.advice.fired_rules and "workers_from_curve" not in report.advice.fired_rules
+
+
 def test_a_negative_hold_is_refused_in_one_line(capsys):
     from profiling.cli import main
 
@@ -233,7 +254,7 @@ PACED_CASES = [
     ("fed at k", {0: 60, 1: 100, 2: 150, 4: 192, 8: 195}, 4, 6, "workers_from_paced_curve"),  # 171 at k=3
     ("fed near the cap", {0: 60, 1: 100, 4: 150, 13: 192, 14: 195}, 13, 14, "workers_from_paced_curve"),
     ("fed with none", {0: 195, 1: 196, 2: 197}, None, 0, "no_workers_needed"),  # no slack: none wait at all
-    ("never fed", {0: 40, 1: 60, 2: 100, 4: 120, 8: 121, 14: 121}, None, 4, "never_keeps_up"),
+    ("never fed", {0: 40, 1: 60, 2: 100, 4: 120, 8: 121, 14: 121}, None, 4, "never_feeds_held_loop"),
 ]
 
 
@@ -243,10 +264,45 @@ def test_a_paced_curve_needs_the_fed_share_of_the_held_rate_then_two_workers_mor
     assert advice.num_workers == workers and rule in advice.fired_rules, advice.reasons
     assert advice.numbers.target_rate == pytest.approx(FED_SHARE * 200) and advice.numbers.curve_fed_workers == fed
     assert "workers_from_curve" not in advice.fired_rules  # the margin's message is for a curve timed alone
+    assert "hold_mismatch" not in advice.fired_rules  # held for the profile's own 5 ms step
+    assert "never_keeps_up" not in advice.fired_rules  # that message compares with the loop timed alone
+    why = " ".join(advice.reasons)
     if rule == "workers_from_paced_curve":
-        why = " ".join(advice.reasons)
-        assert "held 5 ms" in why and f"{fed} worker(s)" in why and f"adds {PACED_SLACK}" in why, why
-        assert f"{workers} in all" in why
+        assert "held 5 ms" in why and f"{fed} worker(s)" in why and f"adds {workers - fed}, {workers} in all" in why
+        assert ("paced_slack_capped" in advice.fired_rules) == (workers - fed < PACED_SLACK)  # 13 + 1 at the cap
+    if rule == "never_feeds_held_loop":  # compared with the held loop's need, never the unheld rate
+        assert "below the 190 batches/s that keep such a loop fed 95%" in why, why
+
+
+def test_a_paced_curve_held_for_another_step_is_flagged_and_compared_with_its_own_target():
+    """A curve held 40 ms (typed by hand) read beside a profile whose loop computed 5 ms per batch:
+    the report warns that it answers for another loop, and says what to run instead."""
+    rates = {0: 10, 1: 15, 2: 20, 4: 22, 8: 22, 14: 22}  # levels off at 22, short of 0.95 / 40 ms = 23.8
+    advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=40.0))
+    assert {"hold_mismatch", "never_feeds_held_loop"} <= set(advice.fired_rules)
+    warning = " ".join(advice.warnings)
+    assert "held each batch 40 ms" in warning and "--hold-ms 5.00" in warning and "run --paced" in warning
+    assert "below the 24 batches/s" in " ".join(advice.reasons)
+    close = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=6.0))
+    assert "hold_mismatch" not in close.fired_rules  # within HOLD_TOLERANCE of the profile's step
+
+
+def test_a_curve_timed_alone_that_levels_off_between_the_rate_and_the_margin_names_the_target():
+    """200 batches/s consumed, 400 wanted with the margin; the curve levels off at about 300: the
+    message compares with the 400, never says 300 is below 200."""
+    advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(FLAT))
+    assert "never_keeps_up" in advice.fired_rules and advice.num_workers == 4
+    assert "below the 400 batches/s it should deliver (2.0 times the 200 the loop consumes)" in " ".join(
+        advice.reasons)
+
+
+def test_a_held_loop_that_one_worker_feeds_as_well_as_many_is_told_the_shortfall_is_the_hand_over():
+    """A cheap loader beside a 20 ms step on a busy 2-CPU node: 1 worker gives 46 batches/s, 2 no more,
+    short of 0.95 / 20 ms = 47.6. Building batches is not the problem: no 'make batches cheaper'."""
+    advice = advise(_loop(0.7, 20.0), JobFacts(cpus=16, gpus=1, num_workers=0),
+                    curve=_curve({0: 31, 1: 46, 2: 46, 4: 45}, hold_ms=20.0))
+    assert "held_loop_handoff" in advice.fired_rules and "never_feeds_held_loop" not in advice.fired_rules
+    assert advice.num_workers == 1 and "cheaper" not in " ".join(advice.reasons)
 
 
 def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():
