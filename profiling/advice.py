@@ -220,7 +220,8 @@ RULES: tuple[Rule, ...] = (
          "worker(s) only take CPUs. Make batches cheaper to build (lighter transforms, one file per many samples "
          "instead of many small files) or keep the data on the GPU."),
     Rule("held_loop_handoff", "advice",
-         lambda n: n.never_keeps_up and n.curve_hold_ms > 0 and (n.curve_best_workers or 0) <= 1,
+         lambda n: n.never_keeps_up and n.curve_hold_ms > 0 and (n.curve_best_workers or 0) <= 1
+         and (n.curve_max_workers or 0) > (n.curve_best_workers or 0),
          "With each batch held {curve_hold_ms:g} ms, {curve_best_workers} worker(s) deliver {curve_best_rate:.0f} "
          "batches/s and more workers add nothing, a little short of the {target_rate:.0f} batches/s that keep "
          "such a loop fed {fed_pct}% of the time. Building batches is not what is short: the loop still waits "

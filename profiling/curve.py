@@ -89,7 +89,8 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     # more CPUs would help: the curve reaches the target above the cap, or still rises past it
     above = any(p.workers > top and (p.batches_per_s >= target or p.batches_per_s > (1 + FLAT) * rates.get(top, 0))
                 for p in positive)
-    rising = len(positive) >= 2 and positive[-1].batches_per_s > (1 + FLAT) * positive[-2].batches_per_s
+    ordered = sorted(curve.points, key=lambda p: p.workers)  # k = 0 too: 0 -> 1 alone may show the rise
+    rising = len(ordered) >= 2 and ordered[-1].batches_per_s > (1 + FLAT) * ordered[-2].batches_per_s
     if not above and positive and positive[-1].workers < worker_cap and (rising or len(positive) < 2):
         return None  # measured on fewer CPUs than the next run may have, and still short: it cannot say
     if above or (rising and positive[-1].workers <= worker_cap) or not rates:

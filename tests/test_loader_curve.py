@@ -305,6 +305,15 @@ def test_a_held_loop_that_one_worker_feeds_as_well_as_many_is_told_the_shortfall
     assert advice.num_workers == 1 and "cheaper" not in " ".join(advice.reasons)
 
 
+def test_a_curve_that_rose_from_0_to_1_worker_at_a_1_worker_cap_is_capped_not_flat():
+    """A 2-CPU job measures k = 0 and 1 only. 13 -> 18 batches/s is a rise, so more CPUs may help: the
+    advice is CPU-capped, never 'more workers add nothing', which nothing measured."""
+    advice = advise(_loop(33.0, 186.0), JobFacts(cpus=2, gpus=0, num_workers=1),
+                    curve=_curve({0: 13, 1: 18}, cpus=2, hold_ms=40.0))
+    assert "capped_by_cpus" in advice.fired_rules and advice.num_workers == 1
+    assert not {"held_loop_handoff", "never_feeds_held_loop"} & set(advice.fired_rules)
+
+
 def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():
     one_cpu = _curve({0: 30, 1: 40}, cpus=1)  # a 1-CPU job's curve, read for a node with 8 cores per GPU
     advice = advise(_loop(9.0, 2.0), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=8), curve=one_cpu)
