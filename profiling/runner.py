@@ -216,6 +216,8 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.report import build_report, write_report
 
     script, modules = args.command[0], getattr(args, "module", None) or ()
+    if getattr(args, "paced", False) and getattr(args, "curve_seconds", 2.0) <= 0:
+        raise ProfileError("--paced holds the loader curve for the loop's step, and --curve-seconds 0 skips the curve")
     problem = script_problem(script)
     if problem:
         raise ProfileError(problem)

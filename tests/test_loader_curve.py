@@ -197,6 +197,18 @@ def test_run_paced_holds_the_curve_for_the_loops_own_step_in_one_command(tmp_pat
     assert "never_keeps_up" not in report.advice.fired_rules and "workers_from_curve" not in report.advice.fired_rules
 
 
+def test_paced_without_a_curve_is_refused_before_anything_runs(capsys, tmp_path):
+    from profiling.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text("print('trained')\n")
+    assert main(["run", "--paced", "--curve-seconds", "0", "--output-dir", str(tmp_path / "out"), "--",
+                 str(script)]) == 2
+    captured = capsys.readouterr()
+    assert "--curve-seconds 0 skips the curve" in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert "trained" not in captured.out and not (tmp_path / "out").exists()
+
+
 def test_a_negative_hold_is_refused_in_one_line(capsys):
     from profiling.cli import main
 
