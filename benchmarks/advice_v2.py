@@ -256,11 +256,13 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         # the loop's fastest step in the sweep (images/s over the batch size): what the profiled
         # compute per batch (at num_workers=1, GPU mostly idle) is meant to predict
         "fed_ms_per_batch": 1e3 * batch / float(ok["images_per_sec"].max()),
+        # ... and the loop's compute per batch at each setting, timed in the sweep's own runs (no profiler)
+        "sweep_compute_ms": {int(w): round(float(v), 3) for w, v in ok["compute_ms"].dropna().items()},
         "what_if_margins": what_if(report.curve, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best)
         if report.curve is not None and numbers.compute_ms else [],
         "paced_curve": {p.workers: round(p.batches_per_s, 1) for p in paced.points} if paced else None,
         "paced_hold_ms": paced.hold_ms if paced else None,  # the loop's own step, timed in the `run --paced` run
-        "paced_compute_ms_per_batch": paced_run.advice.numbers.compute_ms,  # ... and as that run's profile says
+        "paced_compute_ms_per_batch": round(paced_run.advice.numbers.compute_ms or 0.0, 3),  # ... as its profile says
         "paced_reasons": paced_run.advice.reasons,
         "paced_share_curve": {p.workers: round(p.batches_per_s, 1) for p in short.points} if short else None,
         "paced_share_hold_ms": short.hold_ms if short else None,
@@ -283,6 +285,7 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
                  for w in result["what_if_paced"]),
              f"paced at a share of the compute (each batch held {result['paced_share_hold_ms']} ms; k: batches/s): "
              f"{result['paced_share_curve']}", "",
+             f"loop compute per batch in the sweep (k: ms, median of the runs): {result['sweep_compute_ms']}",
              f"data wait per warm epoch (k: s, median of the runs): {result['wait_per_epoch_s']}; "
              f"knee by the wait: {result['wait_knee']}", "",
              "| rule | k | CPUs | vs best | within 5 % | <= knee + 2 | CPUs saved | extra wait / best epoch |",

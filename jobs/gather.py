@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiling.cpu_rule import cpus_for_workers
-from profiling.sweep import RESULT_COLUMNS, median_of_repeats, read_metrics
+from profiling.sweep import RESULT_COLUMNS, loop_times, median_of_repeats, read_metrics
 
 
 def parse_workers(text: str) -> list[int]:
@@ -34,9 +34,10 @@ def collect(directory: Path, workers: list[int]) -> pd.DataFrame:
     for w in workers:
         path = directory / f"w{w}.json"
         row = {"workers": w, "cpus": math.nan, "images_per_sec": math.nan, "epoch_seconds": math.nan,
-               "status": "ok", "detail": str(path)}
+               "compute_ms": math.nan, "wait_ms": math.nan, "status": "ok", "detail": str(path)}
         try:
             row["images_per_sec"], row["epoch_seconds"] = read_metrics(path)
+            row["compute_ms"], row["wait_ms"] = loop_times(path)
             row["cpus"] = cpus_allowed(path, w)
         except FileNotFoundError:
             row.update(status="failed", detail=f"no {path.name}: the task for num_workers={w} failed "

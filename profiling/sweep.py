@@ -40,7 +40,8 @@ from profiling.slurm import JobShape, submit_command, wait_until_done
 
 DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
 KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
-RESULT_COLUMNS = ("workers", "cpus", "images_per_sec", "epoch_seconds", "status", "detail")
+# compute_ms / wait_ms: the training loop's compute and data wait per batch at that setting (`loop_times`)
+RESULT_COLUMNS = ("workers", "cpus", "images_per_sec", "epoch_seconds", "compute_ms", "wait_ms", "status", "detail")
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,32 @@ def read_metrics(path: Path) -> tuple[float, float]:
     return float(data["images_per_sec"]), float(sum(epochs) / len(epochs))
 
 
+def loop_times(path: Path) -> tuple[float, float]:
+    """(compute, data wait) per batch of the training loop in ms, NaN where the record does not say.
+
+    From the hook's own timing of the loop (loaders.json), or from a kit script's per-epoch seconds,
+    data wait and images (its warm epochs, as `read_metrics`). The model assumes the compute per
+    batch does not change with the workers; this checks it at every setting, where past the knee the
+    extra workers can slow the main process (docs/profiling-model.md, assumption 2)."""
+    if path.name == "loaders.json":
+        loader = capture.loader_for_loop(capture.read_loaders(path))
+        compute = capture.loop_compute_seconds(loader) if loader else None
+        if loader is None or compute is None:
+            return math.nan, math.nan
+        return 1e3 * compute, 1e3 * float(loader.get("loop_wait_seconds") or 0.0) / int(loader["loop_steps"])
+    data = json.loads(path.read_text(encoding="utf-8"))
+    seconds, waits, images = (data.get(key) or [] for key in ("epoch_seconds", "epoch_data_wait_seconds",
+                                                              "epoch_images"))
+    batch = (data.get("settings") or {}).get("batch_size")
+    if not seconds or not batch or not len(seconds) == len(waits) == len(images):
+        return math.nan, math.nan
+    warm = slice(1, None) if steady_epochs(seconds, images)[0] else slice(None)
+    steps = sum(math.ceil(int(n) / int(batch)) for n in images[warm])
+    if steps == 0:
+        return math.nan, math.nan
+    return 1e3 * (sum(seconds[warm]) - sum(waits[warm])) / steps, 1e3 * sum(waits[warm]) / steps
+
+
 def steady_epochs(seconds: list[float], images: list[int]) -> tuple[list[float], list[int]]:
     """The epochs after the first, when the run recorded two or more with their images; else none
     (then the whole run is what there is)."""
@@ -119,14 +146,15 @@ def steady_epochs(seconds: list[float], images: list[int]) -> tuple[list[float],
 
 
 def _row(s: Setting, cpus: int, status: str, detail: str) -> dict:
-    ips, epoch = math.nan, math.nan
+    ips = epoch = compute = wait = math.nan
     if status == "ok":
         try:
             ips, epoch = read_metrics(s.metrics)
+            compute, wait = loop_times(s.metrics)
         except (OSError, ValueError, KeyError) as err:
             status, detail = "failed", f"no usable metrics in {s.metrics}: {err}"
     return {"workers": s.workers, "cpus": cpus, "images_per_sec": ips, "epoch_seconds": epoch,
-            "status": status, "detail": detail}
+            "compute_ms": compute, "wait_ms": wait, "status": status, "detail": detail}
 
 
 def run_local(settings: list[Setting]) -> list[dict]:
@@ -217,7 +245,8 @@ def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
             kept.append(runs.iloc[0].to_dict())
             continue
         row = ok.iloc[0].to_dict()
-        row["images_per_sec"], row["epoch_seconds"] = ok["images_per_sec"].median(), ok["epoch_seconds"].median()
+        for column in ("images_per_sec", "epoch_seconds", "compute_ms", "wait_ms"):
+            row[column] = ok[column].median()
         if len(ok) > 1:
             row["detail"] = f"median of {len(ok)} runs; first: {row['detail']}"
         kept.append(row)
@@ -291,7 +320,20 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
             f"{row['images_per_sec'].iloc[0]:.1f} images/s = {row['pct_of_best'].iloc[0]:.1f} % of the best")
         verdict = "agrees with" if advice == knee else ("is above" if advice > knee else "is below")
         lines.append(f"model advice: num_workers={advice} ({advice_source}): {measured}; it {verdict} the knee")
+    lines += compute_drift(shown, knee)
     return "\n".join(lines) + "\n"
+
+
+def compute_drift(results: pd.DataFrame, knee: int) -> list[str]:
+    """One line on the loop's compute per batch from the knee to the most workers swept: the model takes
+    it as fixed, and a rise past the knee is the time extra workers take from the main process."""
+    timed = results.dropna(subset=["compute_ms"]).set_index("workers")["compute_ms"]
+    if knee not in timed.index or timed.index.max() <= knee:
+        return []
+    top = int(timed.index.max())
+    change = timed[top] / timed[knee] - 1
+    return [f"loop compute per batch: {timed[knee]:.2f} ms at the knee, {timed[top]:.2f} ms at num_workers={top} "
+            f"({change:+.0%}; the model takes it as fixed)"]
 
 
 def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path: Path) -> Path:

@@ -259,7 +259,8 @@ def test_gather_marks_a_missing_task_as_failed_and_reads_the_settings_file(tmp_p
     out = gather()
     assert out.returncode == 2 and "workers.txt" in out.stderr and "give the settings with --workers" in out.stderr
     (sweep / "workers.txt").write_text("0,1\n")
-    (sweep / "w0.json").write_text('{"images_per_sec": 120.5, "epoch_seconds": [4.0]}')
+    (sweep / "w0.json").write_text('{"images_per_sec": 120.5, "epoch_seconds": [4.0], "epoch_data_wait_seconds": '
+                                   '[1.0], "epoch_images": [480], "settings": {"batch_size": 64}}')
     out = gather()
     assert out.returncode == 1, out.stderr
     assert "gather: num_workers=1 failed: no w1.json" in out.stderr and "Traceback" not in out.stderr
@@ -268,3 +269,4 @@ def test_gather_marks_a_missing_task_as_failed_and_reads_the_settings_file(tmp_p
     table = pd.read_csv(sweep / "sweep.csv")
     assert list(table["workers"]) == [0, 1] and list(table["status"]) == ["ok", "failed"]
     assert table["images_per_sec"].iloc[0] == 120.5 and (sweep / "sweep.png").is_file()
+    assert (table["compute_ms"].iloc[0], table["wait_ms"].iloc[0]) == (375.0, 125.0)  # 3 s and 1 s over 8 batches

@@ -111,6 +111,7 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert rules["paced, capped by margin 2"]["workers"] == min(rules["margin 2"]["workers"], paced)
     assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
     assert set(result["wait_per_epoch_s"]) == {"0", "1"} and result["wait_knee"] in (0, 1)  # the workers' share
+    assert set(result["sweep_compute_ms"]) == {"0", "1"} and min(result["sweep_compute_ms"].values()) > 0
     assert all(j["extra_wait"] >= 0 for j in rules.values())
     assert rules["paced at 0.8 x the step: fewest fed"]["workers"] in (0, 1)  # held for 0.8 of it
     assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)

@@ -24,7 +24,7 @@ from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
 from profiling.argv import flag_value, strip_flags
 from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import median_of_repeats, pick_knee, read_metrics, repeat_spread
+from profiling.sweep import compute_drift, loop_times, median_of_repeats, pick_knee, read_metrics, repeat_spread
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
@@ -128,8 +128,9 @@ def test_median_of_repeats_keeps_one_row_per_setting_and_failures_only_when_noth
              "status": "failed", "detail": "no metrics"}]
     kept = median_of_repeats(rows).to_dict("records")
     assert [r["workers"] for r in kept] == [0, 1, 2]
-    assert kept[0] == rows[4]  # one run: kept as it is
+    assert {k: v for k, v in kept[0].items() if k in rows[4]} == rows[4]  # one run: kept as it is
     assert (kept[1]["images_per_sec"], kept[1]["epoch_seconds"], kept[1]["status"]) == (60.0, 1.5, "ok")
+    assert math.isnan(kept[1]["compute_ms"])  # rows without the loop's times: NaN, never a made-up number
     assert kept[1]["detail"] == "median of 3 runs; first: a"  # the failed repeat is left out, and said
     assert kept[2]["status"] == "failed" and kept[2]["detail"] == "no metrics"
 
@@ -143,6 +144,32 @@ def test_a_run_of_two_epochs_or_more_is_timed_on_the_epochs_after_the_first(tmp_
                       {"epoch_seconds": [4.0, 0.0], "epoch_images": [300, 0]}):  # the second epoch never ran
         metrics.write_text(json.dumps({"images_per_sec": 100.0, **whole_run}))
         assert read_metrics(metrics)[0] == 100.0
+
+
+def test_the_loops_compute_and_wait_per_batch_come_from_the_warm_epochs_or_the_hook(tmp_path):
+    """A kit script's metrics: warm epochs 2 and 3, 300 images each in batches of 64 (5 steps each):
+    (2.0 + 3.0 - 0.5 - 0.5) s over 10 steps = 400 ms compute, 100 ms wait per batch. The hook's record
+    of any other script: its own timed steps, less their wait."""
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"epoch_seconds": [4.0, 2.0, 3.0], "epoch_data_wait_seconds": [1.0, 0.5, 0.5],
+                                   "epoch_images": [300, 300, 300], "settings": {"batch_size": 64}}))
+    assert loop_times(metrics) == pytest.approx((400.0, 100.0))
+    metrics.write_text(json.dumps({"epoch_seconds": [4.0], "epoch_images": [300]}))  # no wait, no batch size
+    assert all(math.isnan(v) for v in loop_times(metrics))
+    loaders = tmp_path / "loaders.json"
+    loaders.write_text(json.dumps({"loaders": [{"batches": 16, "loop_steps": 14, "loop_seconds": 0.35,
+                                                "loop_wait_seconds": 0.07}]}))
+    assert loop_times(loaders) == pytest.approx((20.0, 5.0))
+    loaders.write_text(json.dumps({"loaders": [{"batches": 3, "loop_steps": 2, "loop_seconds": 0.1,
+                                                "loop_wait_seconds": 0.0}]}))
+    assert all(math.isnan(v) for v in loop_times(loaders))  # too few steps to stand for the loop
+
+
+def test_the_sweep_says_how_the_loops_compute_moved_past_the_knee():
+    results = pd.DataFrame({"workers": [2, 4, 8], "compute_ms": [5.0, 5.1, 6.0]})
+    assert compute_drift(results, 4) == ["loop compute per batch: 5.10 ms at the knee, 6.00 ms at num_workers=8 "
+                                         "(+18%; the model takes it as fixed)"]
+    assert compute_drift(results, 8) == [] and compute_drift(results.assign(compute_ms=math.nan), 4) == []
 
 
 def test_the_spread_of_repeats_names_the_noisiest_setting():

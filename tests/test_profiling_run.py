@@ -132,6 +132,7 @@ def test_sweep_local_knee_and_advice(local_sweep):
     results = pd.read_csv(out / "sweep.csv")
     assert set(results["workers"]) >= {0, 1} and (results["status"] == "ok").all()
     assert (results["images_per_sec"] > 0).all()
+    assert (results["compute_ms"] > 0).all() and (results["wait_ms"] >= 0).all()  # the loop's own times per setting
     summary = json.loads((out / "sweep.json").read_text())
     assert summary["knee"] in set(results["workers"]) and summary["advice"] is not None
     assert mpimg.imread(out / "sweep.png")[..., :3].std() > 0.05
