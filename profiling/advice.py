@@ -199,7 +199,7 @@ RULES: tuple[Rule, ...] = (
          "Only {curve_slack} of the {paced_slack} workers the paced advice adds fit beside the main process "
          "in {cpu_ceiling} CPU(s); with more CPUs, ask for {paced_slack} more than the fewest fed."),
     Rule("no_workers_needed", "advice",
-         lambda n: n.basis == "measured" and not n.capped and n.num_workers == 0,
+         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,
          "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
          "num_workers=0 keeps up and saves the workers' CPUs."),
     Rule("capped_by_cpus", "advice", lambda n: n.capped and (n.loader_bound or n.basis == "measured"),

@@ -318,6 +318,16 @@ def test_a_held_loop_that_one_worker_feeds_as_well_as_many_is_told_the_shortfall
     assert advice.num_workers == 1 and "cheaper" not in " ".join(advice.reasons)
 
 
+def test_a_loop_that_no_setting_feeds_is_never_told_that_none_keep_up():
+    """A 2-CPU job, a loop of 3.8 ms held: the main process alone gives 229 batches/s, one worker 154,
+    both short of 249. The advice is 0 workers, as the best measured, but not because 0 'keeps up'
+    (seen on tests/data/own_scripts/dash_j_workers.py with `run --paced`)."""
+    advice = advise(_loop(0.5, 3.5), JobFacts(cpus=2, gpus=0, num_workers=1),
+                    curve=_curve({0: 229, 1: 154}, cpus=2, hold_ms=3.819))
+    assert advice.num_workers == 0 and "held_loop_handoff" in advice.fired_rules
+    assert "no_workers_needed" not in advice.fired_rules and "keeps up" not in " ".join(advice.reasons)
+
+
 def test_a_curve_that_rose_from_0_to_1_worker_at_a_1_worker_cap_is_capped_not_flat():
     """A 2-CPU job measures k = 0 and 1 only. 13 -> 18 batches/s is a rise, so more CPUs may help: the
     advice is CPU-capped, never 'more workers add nothing', which nothing measured."""
