@@ -217,7 +217,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     print(f"   advice ({numbers.basis}): num_workers={advice.num_workers}, --cpus-per-task={advice.cpus_per_task}; "
           f"bare-profile estimate: {estimate}")
     paced_run = paced_report(args, command, out)
-    paced = paced_run.curve if paced_run.curve is not None and paced_run.curve.hold_ms > 0 else None
+    paced = paced_run.curve if paced_run.curve is not None and paced_run.curve.hold_ms > 0 \
+        and paced_run.advice.numbers.basis == "measured" else None  # a curve that stopped short advises nothing
     rules = rule_choices(advice.num_workers, *(fed_and_advised(paced_run.advice.numbers) if paced else (None, None)))
     short = None  # the H100's hypothesis: held for the fed step (a share of the profiled), it finds the knee
     if paced is not None and args.hold_share > 0:

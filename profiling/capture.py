@@ -85,7 +85,9 @@ class Capture:
         With the iterator and the moment the loop `asked` for this batch, also time the loop's own
         step: from one batch of an epoch to the next, and how much of it was the wait for the batch.
         The first batch of each epoch is left out (the workers starting), and so is the time between
-        epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute."""
+        epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute. Work done
+        inside an epoch every N steps (an evaluation, a checkpoint) counts, in the mean, as the
+        profile's own compute per batch counts it."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
         if previous is not None and asked is not None:

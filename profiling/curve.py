@@ -63,7 +63,8 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
                    margin: float = CURVE_MARGIN, fed_share: float = FED_SHARE) -> CurveChoice | None:
     """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s; for a
     paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, then
-    PACED_SLACK more when that is one or more (within the cap and the curve's measured top).
+    PACED_SLACK more when that is one or more (within the worker cap: the slack is a rule, not a reading
+    of the curve, so it may pass the curve's top point).
 
     When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
     still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
@@ -82,8 +83,8 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
     for k, rate in rates.items():
         if rate >= target and paced:
-            advised = min(k + PACED_SLACK, top)
-            return CurveChoice(advised, target, rates[advised], best, best_k, top, False, False, fed_workers=k)
+            advised = min(k + PACED_SLACK, worker_cap)
+            return CurveChoice(advised, target, rates.get(advised), best, best_k, top, False, False, fed_workers=k)
         if rate >= target:
             return CurveChoice(k, target, rate, best, best_k, top, False, False)
     # more CPUs would help: the curve reaches the target above the cap, or still rises past it

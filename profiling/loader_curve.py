@@ -241,7 +241,10 @@ class _CurveHook:
             return
         cap = self.capture
         seen, cap.max_batches, cap.set_workers = len(cap.loaders), None, None  # our loaders are not the script's
-        entry, spec = max(self.specs, key=lambda pair: pair[0].get("batches") or 0)
+        # the training loop's loader: the one whose loop took the most time (an evaluation loader can
+        # give more, smaller batches), then the one that gave the most batches
+        entry, spec = max(self.specs, key=lambda pair: (pair[0].get("loop_seconds") or 0.0,
+                                                        pair[0].get("batches") or 0))
         if self.paced_by_loop:
             self.hold_ms = self.loop_hold_ms(entry)
         gpus = visible_gpus()

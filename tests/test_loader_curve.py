@@ -316,6 +316,10 @@ def test_a_held_loop_that_one_worker_feeds_as_well_as_many_is_told_the_shortfall
                     curve=_curve({0: 31, 1: 46, 2: 46, 4: 45}, hold_ms=20.0))
     assert "held_loop_handoff" in advice.fired_rules and "never_feeds_held_loop" not in advice.fired_rules
     assert advice.num_workers == 1 and "cheaper" not in " ".join(advice.reasons)
+    assert "Use num_workers=1" in " ".join(advice.reasons)  # the run used 0: never "keep"
+    far = advise(_loop(0.7, 20.0), JobFacts(cpus=16, gpus=1, num_workers=0),  # 30 of 47.6: not "a little short"
+                 curve=_curve({0: 20, 1: 30, 2: 30, 4: 29}, hold_ms=20.0))
+    assert "never_feeds_held_loop" in far.fired_rules and "held_loop_handoff" not in far.fired_rules
 
 
 def test_a_loop_that_no_setting_feeds_is_never_told_that_none_keep_up():
@@ -324,8 +328,27 @@ def test_a_loop_that_no_setting_feeds_is_never_told_that_none_keep_up():
     (seen on tests/data/own_scripts/dash_j_workers.py with `run --paced`)."""
     advice = advise(_loop(0.5, 3.5), JobFacts(cpus=2, gpus=0, num_workers=1),
                     curve=_curve({0: 229, 1: 154}, cpus=2, hold_ms=3.819))
-    assert advice.num_workers == 0 and "held_loop_handoff" in advice.fired_rules
-    assert "no_workers_needed" not in advice.fired_rules and "keeps up" not in " ".join(advice.reasons)
+    assert advice.num_workers == 0 and "never_feeds_held_loop" in advice.fired_rules
+    assert "no_workers_needed" not in advice.fired_rules and "held_loop_handoff" not in advice.fired_rules
+    assert "keeps up" not in " ".join(advice.reasons)  # with 0 workers there is no hand-over to blame either
+
+
+def test_the_paced_slack_is_capped_by_the_cpus_not_by_the_curves_top_point():
+    """A curve measured in a 5-CPU job (up to 3 workers), read for a node with 16 cores per GPU: fed at
+    2, the advice is 2 + 2 = 4, past the curve's top, because 16 CPUs hold 14 workers."""
+    advice = advise(_loop(9.0, 5.0), JobFacts(cpus=5, gpus=1, num_workers=1, cores_per_gpu=16),
+                    curve=_curve({0: 60, 1: 100, 2: 195, 3: 196}, cpus=5, hold_ms=5.0))
+    assert (advice.num_workers, advice.numbers.curve_fed_workers) == (4, 2)
+    assert "paced_slack_capped" not in advice.fired_rules
+
+
+def test_a_mismatched_hold_is_named_even_when_the_curve_stops_short():
+    """A curve held 40 ms on 1 CPU, still rising, read for 8 cores per GPU: the advice falls back to
+    the estimate, and the warning still names the 40 ms the curve was held for."""
+    advice = advise(_loop(9.0, 2.0), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=8),
+                    curve=_curve({0: 10, 1: 15}, cpus=1, hold_ms=40.0))
+    assert advice.numbers.basis == "estimate" and "hold_mismatch" in advice.fired_rules
+    assert "held each batch 40 ms" in " ".join(advice.warnings)
 
 
 def test_a_curve_that_rose_from_0_to_1_worker_at_a_1_worker_cap_is_capped_not_flat():
