@@ -143,7 +143,7 @@ def paced_report(args: argparse.Namespace, command: list[str], out: Path):
 def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float, name: str):
     """The loader timed with each batch held `compute_ms` (`profiling loader --hold-ms`): what a loop
     of that step gets beside k workers, hand-over included."""
-    step(f"{out.name}: 1b. the loader curve paced by a held loop ({compute_ms:.2f} ms per batch)",
+    step(f"{out.name}: 1c. the loader curve paced by a held loop ({compute_ms:.2f} ms per batch)",
          [sys.executable, "-m", "profiling", "loader", "--output-dir", str(out / name), "--seconds",
           str(args.curve_seconds), "--hold-ms", f"{compute_ms:.3f}", "--", *command, "--num-workers", "1"],
          out / f"{name}.log")

@@ -72,7 +72,8 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     stops short of the cap (measured on fewer CPUs) while still rising: then only an estimate remains."""
     paced = curve.hold_ms > 0
     target = fed_share / (curve.hold_ms / 1e3) if paced else margin / compute_s if compute_s > 0 else math.inf
-    positive = sorted((p for p in curve.points if p.workers >= 1), key=lambda p: p.workers)
+    ordered = sorted(curve.points, key=lambda p: p.workers)
+    positive = [p for p in ordered if p.workers >= 1]
     top = min(worker_cap, positive[-1].workers) if positive else 0
     ks = range(positive[0].workers, top + 1) if positive and positive[0].workers <= top else range(0)
     rates = {k: rate_at(positive, k) for k in ks}
@@ -90,7 +91,7 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     # more CPUs would help: the curve reaches the target above the cap, or still rises past it
     above = any(p.workers > top and (p.batches_per_s >= target or p.batches_per_s > (1 + FLAT) * rates.get(top, 0))
                 for p in positive)
-    ordered = sorted(curve.points, key=lambda p: p.workers)  # k = 0 too: 0 -> 1 alone may show the rise
+    # k = 0 counts here: from 0 to 1 worker alone may show the rise
     rising = len(ordered) >= 2 and ordered[-1].batches_per_s > (1 + FLAT) * ordered[-2].batches_per_s
     if not above and positive and positive[-1].workers < worker_cap and (rising or len(positive) < 2):
         return None  # measured on fewer CPUs than the next run may have, and still short: it cannot say

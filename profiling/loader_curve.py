@@ -274,9 +274,8 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
     environ = os.environ if environ is None else environ
     if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
         return False
-    hold = environ.get(HOLD_VAR) or 0.0
     _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS),
-               hold if hold == HOLD_LOOP else float(hold)).install()
+               environ.get(HOLD_VAR) or 0.0).install()
     return True
 
 
