@@ -22,9 +22,10 @@ OUT/summary.md gathers them. From the repository root, on the H100 (16 cores):
 
 Single-epoch runs of one setting differed by 20-50 % on GPU nodes, more than the 5 % goal
 (docs/results.md, "Where the sweep's noise comes from"): hence the warm second epoch and the median
-of 3. A workload takes 300-450 s on an H100, so on the device run one per call
-(`--workloads mnist`, then `--workloads mnist-heavy-aug`, ...); `--workers 2,4,6,8,12,16` leaves out
-the slow 0 and 1, which were never near a knee. Each workload's summary is written as soon as it is
+of 3. With both profiles, plain MNIST took over 560 s on an H100 (the sweep had 9 settings), so on
+the device run one workload per call (`--workloads mnist`, then `--workloads mnist-heavy-aug`, ...)
+with `--workers 2,4,6,8,16 --hold-share 0`: that leaves out the slow 0 and 1, which were never near a
+knee, 12, and the curve paced at a share of the step. Each workload's summary is written as soon as it is
 done. Each summary also shows what other margins and fed shares would have advised.
 `--quick` is a CPU smoke test (tiny data, workers 0,1).
 """

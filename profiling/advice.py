@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_for_workers,  # noqa: F401
                                 main_process_cpus)
-from profiling.curve import CURVE_MARGIN, FED_SHARE, PACED_SLACK, choose_workers
+from profiling.curve import CURVE_MARGIN, FED_SHARE, LEVEL, PACED_SLACK, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
@@ -47,7 +47,7 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,
-             "fed_pct": round(100 * FED_SHARE), "paced_slack": PACED_SLACK}
+             "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL), "paced_slack": PACED_SLACK}
 # A paced curve answers for a loop whose step is its hold. Held more than this share away from the
 # profile's compute per batch, it was measured for another loop (a hold typed by hand, an older run),
 # and the report says so. `run --paced` holds for the loop's own step, timed in the same run.
@@ -111,7 +111,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
                     "chosen_rate": choice.chosen_rate, "curve_best_rate": choice.best_rate,
                     "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers,
-                    "curve_fed_workers": choice.fed_workers,
+                    "curve_fed_workers": choice.fed_workers, "curve_fed_rate": choice.fed_rate,
                     "curve_slack": None if choice.fed_workers is None else choice.workers - choice.fed_workers}
         spare = False
     elif not loader_bound:
@@ -201,7 +201,8 @@ RULES: tuple[Rule, ...] = (
          and n.curve_hold_ms > 0,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
          "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
-         "that keep such a loop fed {fed_pct}% of the time ({target_rate:.0f} batches/s). The hand-over is in "
+         "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within {level_pct}% "
+         "of its best) or passes the {target_rate:.0f} that feed it {fed_pct}% of the time. The hand-over is in "
          "this measurement; the advice adds {curve_slack}, {num_workers} in all, because once fed the real step "
          "ran shorter than the profiled one (0.74-0.88 of it in six GPU runs)."),
     Rule("paced_slack_capped", "advice",

@@ -29,6 +29,11 @@ FED_SHARE = 1 / 1.05
 # H200), where the fewest fed workers alone fell below the knee in five. Across twelve runs, fed + 2
 # was never above the knee + 2 (docs/results.md, "Advice v2: a steadier sweep").
 PACED_SLACK = 2
+# A held loop's curve levels off where the hand-over, not the workers, limits it, and that level can sit
+# right at FED_SHARE: on an H100 (MNIST held 3.5 ms) every k from 4 to 14 gave 0.945-0.954 of the held
+# rate, and noise alone made 12 the first to cross the line. So once the curve reaches the target, the
+# fewest fed workers are the fewest within LEVEL of the best it reached, where it levels off.
+LEVEL = 0.02
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
 
@@ -46,6 +51,7 @@ class CurveChoice:
     capped: bool               # the curve still rose at the cap (or kept up only above it)
     never_keeps_up: bool       # the curve flattened below the target
     fed_workers: int | None = None  # a paced curve: the fewest workers that reach the target (before the slack)
+    fed_rate: float | None = None   # ... and their batches/s
 
 
 def rate_at(points: list[CurvePoint], workers: int) -> float:
@@ -62,9 +68,10 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
                    margin: float = CURVE_MARGIN, fed_share: float = FED_SHARE) -> CurveChoice | None:
     """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s; for a
-    paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, then
-    PACED_SLACK more when that is one or more (within the worker cap: the slack is a rule, not a reading
-    of the curve, so it may pass the curve's top point).
+    paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, or
+    within LEVEL of the best rate once some k reaches that (where the curve levels off), then
+    PACED_SLACK more when that is one or more (within the worker cap: the slack is a rule, not a
+    reading of the curve, so it may pass the curve's top point).
 
     When none within the cap reaches it: CPU-capped if the curve reaches it above the cap or was
     still rising at its last step (more CPUs would help), else the loader cannot keep up at any k
@@ -82,10 +89,12 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     best_k = min([k for k, r in rates.items() if r >= (1 - FLAT) * best] or [0])
     if zero is not None and (zero >= target if paced else compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1):
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
+    level = min(target, (1 - LEVEL) * best) if paced and best >= target else target
     for k, rate in rates.items():
-        if rate >= target and paced:
+        if rate >= level and paced:
             advised = min(k + PACED_SLACK, worker_cap)
-            return CurveChoice(advised, target, rates.get(advised), best, best_k, top, False, False, fed_workers=k)
+            return CurveChoice(advised, target, rates.get(advised), best, best_k, top, False, False,
+                               fed_workers=k, fed_rate=rate)
         if rate >= target:
             return CurveChoice(k, target, rate, best, best_k, top, False, False)
     # more CPUs would help: the curve reaches the target above the cap, or still rises past it

@@ -124,6 +124,7 @@ class AdviceNumbers:
     curve_command: str | None = None    # the command that measures the curve (named by an estimate)
     curve_hold_ms: float = 0.0          # > 0: a paced curve, each batch held this long (no margin added)
     curve_fed_workers: int | None = None  # a paced curve: the fewest workers that kept the held loop fed
+    curve_fed_rate: float | None = None  # ... and the batches/s they gave the held loop
     curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)
     hold_mismatch: bool = False         # a paced curve held for a step far from this profile's compute
 

@@ -266,6 +266,10 @@ PACED_CASES = [
     # (name, curve, fewest fed workers, expected workers = fed + PACED_SLACK within the cap, expected rule)
     ("fed at k", {0: 60, 1: 100, 2: 150, 4: 192, 8: 195}, 4, 6, "workers_from_paced_curve"),  # 171 at k=3
     ("fed near the cap", {0: 60, 1: 100, 4: 150, 13: 192, 14: 195}, 13, 14, "workers_from_paced_curve"),
+    # levels off at the line from 4 workers; noise alone carries 12 past it (seen on an H100: 0.945-0.954
+    # of the held rate from 4 to 14): fed where it levels off, not where noise crossed
+    ("levels off at the line", {0: 55, 1: 50, 2: 100, 3: 160, 4: 190.3, 6: 190.0, 8: 189.5, 12: 190.7, 14: 190.8},
+     4, 6, "workers_from_paced_curve"),
     ("fed with none", {0: 195, 1: 196, 2: 197}, None, 0, "no_workers_needed"),  # no slack: none wait at all
     ("never fed", {0: 40, 1: 60, 2: 100, 4: 120, 8: 121, 14: 121}, None, 4, "never_feeds_held_loop"),
 ]
