@@ -132,11 +132,13 @@ def wait_knee(wait: pd.Series, best: float) -> int | None:
 
 
 def paced_report(args: argparse.Namespace, command: list[str], out: Path):
-    """`profiling run --paced` at num_workers=1: a second profile, whose curve at exit holds each batch
-    for the loop's own compute per batch as timed in that run; its report is the paced advice."""
+    """`profiling run --paced` at num_workers=1 for --paced-epochs: a second profile, whose curve at exit
+    holds each batch for the loop's own compute per batch as timed in that run (from the epochs after
+    the first, when there are more); its report is the paced advice."""
+    epochs = ["--epochs", str(args.paced_epochs)] if args.paced_epochs > 1 else []
     step(f"{out.name}: 1b. profile again with `run --paced` (the curve held for the loop's own step)",
          [sys.executable, "-m", "profiling", "run", "--paced", "--output-dir", str(out / "paced"), "--curve-seconds",
-          str(args.curve_seconds), "--formats", "text,json", "--", *command, "--num-workers", "1"],
+          str(args.curve_seconds), "--formats", "text,json", "--", *command, *epochs, "--num-workers", "1"],
          out / "paced.log")
     return build_report(out / "paced" / f"{Path(command[0]).stem}.lprof")
 
@@ -169,6 +171,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "loop's step was 0.74-0.86 of what the profile at num_workers=1 said")
     p.add_argument("--sweep-epochs", type=int, default=2,
                    help="epochs per sweep run; with 2 or more each run is timed after its first")
+    p.add_argument("--paced-epochs", type=int, default=1,
+                   help="epochs of the `run --paced` profile; with 2 or more the hold is the warm epochs' step")
     p.add_argument("--test-samples", type=int, default=1_000)
     p.add_argument("--curve-seconds", type=float, default=3.0)
     p.add_argument("--data-dir", type=Path, default=Path("data"))

@@ -71,7 +71,8 @@ class Capture:
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
-                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
+                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0,
+                     "warm_steps": 0, "warm_seconds": 0.0, "warm_wait_seconds": 0.0}
             if self.set_workers is not None:
                 entry["workers_set_by"] = WORKERS_VAR
             object.__setattr__(loader, "_dlprof_entry", entry)
@@ -87,13 +88,15 @@ class Capture:
         The first batch of each epoch is left out (the workers starting), and so is the time between
         epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute. Work done
         inside an epoch every N steps (an evaluation, a checkpoint) counts, in the mean, as the
-        profile's own compute per batch counts it."""
+        profile's own compute per batch counts it. The steps of the epochs after the first are also
+        kept apart (`warm_*`): the first epoch carries the run's warm-up."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
         if previous is not None and asked is not None:
-            entry["loop_steps"] += 1
-            entry["loop_seconds"] += now - previous
-            entry["loop_wait_seconds"] += now - asked
+            for prefix in ("loop", "warm") if entry["epochs"] >= 2 else ("loop",):
+                entry[f"{prefix}_steps"] += 1
+                entry[f"{prefix}_seconds"] += now - previous
+                entry[f"{prefix}_wait_seconds"] += now - asked
         if iterator is not None:
             object.__setattr__(iterator, "_dlprof_last", now)
         entry["batches"] += 1
@@ -220,14 +223,23 @@ def batches_per_second(entry: Mapping[str, Any]) -> float | None:
     return (batches - 1) / (last - first)
 
 
-def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:
-    """The loop body's compute per batch, as the hook timed it (step minus wait, epochs' first batches
-    left out); None with fewer than FEW_STEPS steps timed, too few to stand for the loop."""
-    steps = entry.get("loop_steps") or 0
+def loop_step(entry: Mapping[str, Any]) -> tuple[float, float, int] | None:
+    """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left
+    out), and the steps they come from: the epochs after the first when they hold FEW_STEPS steps,
+    because the first epoch carries the run's warm-up (on an H200 the second epoch computed at
+    0.68-0.85 of the first, benchmarks/profiled_step.py); else all. None with fewer than FEW_STEPS."""
+    prefix = "warm" if (entry.get("warm_steps") or 0) >= FEW_STEPS else "loop"
+    steps = int(entry.get(f"{prefix}_steps") or 0)
     if steps < FEW_STEPS:
         return None
-    compute = (float(entry.get("loop_seconds") or 0.0) - float(entry.get("loop_wait_seconds") or 0.0)) / steps
-    return compute if compute > 0 else None
+    seconds, wait = float(entry.get(f"{prefix}_seconds") or 0.0), float(entry.get(f"{prefix}_wait_seconds") or 0.0)
+    return (seconds - wait) / steps, wait / steps, steps
+
+
+def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:
+    """The loop body's compute per batch (`loop_step`); None when too few steps were timed."""
+    step = loop_step(entry)
+    return step[0] if step is not None and step[0] > 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:

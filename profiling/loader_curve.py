@@ -222,13 +222,15 @@ class _CurveHook:
     def loop_hold_ms(entry: Mapping[str, Any]) -> float:
         """The loop's own compute per batch, in ms, to hold each batch for; 0 (timed alone, said) when
         the loop ran too few steps for the hook to time it."""
-        compute = capture.loop_compute_seconds(entry)
-        if compute is None:
+        step = capture.loop_step(entry)
+        if step is None or step[0] <= 0:
             print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
                   "the curve by; it is timed alone", file=sys.stderr)
             return 0.0
-        print(f"loader curve: the loop computed for {1e3 * compute:.2f} ms per batch ({entry['loop_steps']} steps "
-              "timed): each batch is held that long", file=sys.stderr)
+        compute, _, steps = step
+        which = "the epochs after the first" if steps == entry.get("warm_steps") else "all epochs"
+        print(f"loader curve: the loop computed for {1e3 * compute:.2f} ms per batch ({steps} steps timed, "
+              f"{which}): each batch is held that long", file=sys.stderr)
         return round(1e3 * compute, 3)
 
     def measure(self) -> None:

@@ -120,10 +120,10 @@ def loop_times(path: Path) -> tuple[float, float]:
     extra workers can slow the main process (docs/profiling-model.md, assumption 2)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
-        compute = capture.loop_compute_seconds(loader) if loader else None
-        if loader is None or compute is None:
+        step = capture.loop_step(loader) if loader else None
+        if step is None or step[0] <= 0:
             return math.nan, math.nan
-        return 1e3 * compute, 1e3 * float(loader.get("loop_wait_seconds") or 0.0) / int(loader["loop_steps"])
+        return 1e3 * step[0], 1e3 * step[1]
     data = json.loads(path.read_text(encoding="utf-8"))
     seconds, waits, images = (data.get(key) or [] for key in ("epoch_seconds", "epoch_data_wait_seconds",
                                                               "epoch_images"))

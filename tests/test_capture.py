@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from profiling.capture import (BATCHES_VAR, FEW_STEPS, PATH_VAR, WORKERS_VAR, batches_per_second, loader_for_loop,
-                               loop_compute_seconds, read_loaders)
+                               loop_compute_seconds, loop_step, read_loaders)
 from profiling.facts import Environment, job_facts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,5 +78,16 @@ def test_times_the_loops_own_step_leaving_out_epoch_starts_and_the_time_between(
     span = loader["last_batch_s"] - loader["first_batch_s"]  # first to last batch, the 0.3 s included
     assert loader["loop_seconds"] <= span - 0.3
     assert 0 <= loader["loop_wait_seconds"] < loader["loop_seconds"]
+    assert loader["warm_steps"] == 7 and loader["warm_seconds"] <= loader["loop_seconds"]  # the second epoch
     assert loop_compute_seconds(loader) >= 0.02  # a step holds at least its sleep
-    assert loop_compute_seconds({**loader, "loop_steps": FEW_STEPS - 1}) is None
+    assert loop_compute_seconds({**loader, "loop_steps": FEW_STEPS - 1, "warm_steps": FEW_STEPS - 1}) is None
+
+
+def test_the_loops_step_comes_from_the_warm_epochs_when_they_hold_enough_steps():
+    """A first epoch of 10 steps at 50 ms (the warm-up) and a second of 10 at 20 ms: the step is 20 ms.
+    With only 3 warm steps (a run stopped early), all 13 count."""
+    entry = {"loop_steps": 20, "loop_seconds": 0.7 + 0.02, "loop_wait_seconds": 0.02,
+             "warm_steps": 10, "warm_seconds": 0.2 + 0.01, "warm_wait_seconds": 0.01}
+    assert loop_step(entry) == pytest.approx((0.02, 0.001, 10))
+    short = {**entry, "loop_steps": 13, "loop_seconds": 0.56, "warm_steps": 3, "warm_seconds": 0.06}
+    assert loop_step(short) == pytest.approx(((0.56 - 0.02) / 13, 0.02 / 13, 13))
