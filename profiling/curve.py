@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,7 +33,9 @@ PACED_SLACK = 2
 # A held loop's curve levels off where the hand-over, not the workers, limits it, and that level can sit
 # right at FED_SHARE: on an H100 (MNIST held 3.5 ms) every k from 4 to 14 gave 0.945-0.954 of the held
 # rate, and noise alone made 12 the first to cross the line. So once the curve reaches the target, the
-# fewest fed workers are the fewest within LEVEL of the best it reached, where it levels off.
+# fewest fed workers are the fewest within LEVEL of where the curve settles from there on (the median
+# of the measured points from k up: one high point, 14 workers 2 % above the rest on an H200, moves it
+# less than the best would).
 LEVEL = 0.02
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
@@ -69,7 +72,7 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
                    margin: float = CURVE_MARGIN, fed_share: float = FED_SHARE) -> CurveChoice | None:
     """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s; for a
     paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, or
-    within LEVEL of the best rate once some k reaches that (where the curve levels off), then
+    within LEVEL of where the curve settles from k up, once some k reaches that, then
     PACED_SLACK more when that is one or more (within the worker cap: the slack is a rule, not a
     reading of the curve, so it may pass the curve's top point).
 
@@ -89,9 +92,13 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     best_k = min([k for k, r in rates.items() if r >= (1 - FLAT) * best] or [0])
     if zero is not None and (zero >= target if paced else compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1):
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
-    level = min(target, (1 - LEVEL) * best) if paced and best >= target else target
+    def fed(k: int, rate: float) -> bool:
+        """Reaches the target, or (once some k does) settles within LEVEL of the curve from k up."""
+        above = [p.batches_per_s for p in positive if k <= p.workers <= top]
+        return rate >= target or (best >= target and bool(above) and rate >= (1 - LEVEL) * statistics.median(above))
+
     for k, rate in rates.items():
-        if rate >= level and paced:
+        if paced and fed(k, rate):
             advised = min(k + PACED_SLACK, worker_cap)
             return CurveChoice(advised, target, rates.get(advised), best, best_k, top, False, False,
                                fed_workers=k, fed_rate=rate)
