@@ -171,7 +171,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "loop's step was 0.74-0.86 of what the profile at num_workers=1 said")
     p.add_argument("--sweep-epochs", type=int, default=2,
                    help="epochs per sweep run; with 2 or more each run is timed after its first")
-    p.add_argument("--paced-epochs", type=int, default=1,
+    p.add_argument("--paced-epochs", type=int, default=2,
                    help="epochs of the `run --paced` profile; with 2 or more the hold is the warm epochs' step")
     p.add_argument("--test-samples", type=int, default=1_000)
     p.add_argument("--curve-seconds", type=float, default=3.0)

@@ -201,10 +201,12 @@ RULES: tuple[Rule, ...] = (
          and n.curve_hold_ms > 0,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
          "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
-         "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within {level_pct}% "
-         "of its best) or passes the {target_rate:.0f} that feed it {fed_pct}% of the time. The hand-over is in "
-         "this measurement; the advice adds {curve_slack}, {num_workers} in all, because once fed the real step "
-         "ran shorter than the profiled one (0.74-0.88 of it in six GPU runs)."),
+         "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within "
+         "{level_pct}% of the median of its points from there up) or passes the {target_rate:.0f} that feed it "
+         "{fed_pct}% of the time. The hand-over is in this measurement; the advice adds {curve_slack}, "
+         "{num_workers} in all, because once fed the real step ran shorter than the profiled one (0.74-0.88 of "
+         "it in six GPU runs: the profiler's line tracing, and the first epoch's warm-up where the hold came "
+         "from one epoch; profile two to leave that out)."),
     Rule("paced_slack_capped", "advice",
          lambda n: n.basis == "measured" and n.curve_slack is not None and n.curve_slack < PACED_SLACK,
          "Only {curve_slack} of the {paced_slack} workers the paced advice adds fit beside the main process "
