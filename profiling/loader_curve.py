@@ -228,7 +228,8 @@ class _CurveHook:
                   "the curve by; it is timed alone", file=sys.stderr)
             return 0.0
         compute, _, steps = step
-        which = "the epochs after the first" if steps == entry.get("warm_steps") else "all epochs"
+        which = "the epochs after the first" if steps == entry.get("warm_steps") else \
+            "one epoch" if (entry.get("epochs") or 0) <= 1 else "all epochs"
         print(f"loader curve: the loop computed for {1e3 * compute:.2f} ms per batch ({steps} steps timed, "
               f"{which}): each batch is held that long", file=sys.stderr)
         return round(1e3 * compute, 3)
