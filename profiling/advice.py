@@ -134,8 +134,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
-        "hold_mismatch": curve is not None and curve.hold_ms > 0 and compute > 0
-        and abs(curve.hold_ms / (1e3 * compute) - 1) > HOLD_TOLERANCE,
+        "hold_mismatch": curve is not None and curve.hold_ms > 0 and compute > 0  # the run's whole loop, if known
+        and abs((curve.loop_ms or curve.hold_ms) / (1e3 * compute) - 1) > HOLD_TOLERANCE,
         "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers")})
 
 

@@ -223,12 +223,13 @@ def batches_per_second(entry: Mapping[str, Any]) -> float | None:
     return (batches - 1) / (last - first)
 
 
-def loop_step(entry: Mapping[str, Any]) -> tuple[float, float, int] | None:
+def loop_step(entry: Mapping[str, Any], warm: bool = True) -> tuple[float, float, int] | None:
     """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left
     out), and the steps they come from: the epochs after the first when they hold FEW_STEPS steps,
     because the first epoch carries the run's warm-up (on an H200 the second epoch computed at
-    0.68-0.85 of the first, benchmarks/profiled_step.py); else all. None with fewer than FEW_STEPS."""
-    prefix = "warm" if (entry.get("warm_steps") or 0) >= FEW_STEPS else "loop"
+    0.68-0.85 of the first, benchmarks/profiled_step.py); else, or with `warm=False`, all. None with
+    fewer than FEW_STEPS."""
+    prefix = "warm" if warm and (entry.get("warm_steps") or 0) >= FEW_STEPS else "loop"
     steps = int(entry.get(f"{prefix}_steps") or 0)
     if steps < FEW_STEPS:
         return None

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -194,6 +195,8 @@ def test_run_paced_holds_the_curve_for_the_loops_own_step_in_one_command(tmp_pat
     report = build_report(tmp_path / "held_steps.lprof")
     numbers = report.advice.numbers
     assert curve.hold_ms >= 20.0 and numbers.curve_hold_ms == curve.hold_ms and numbers.basis == "measured"
+    assert "(7 steps timed, the epochs after the first)" in done.stderr  # two epochs of 8: the second's 7 steps
+    assert curve.loop_ms >= 20.0  # all 14 steps, what the profile counts, kept for hold_mismatch
     assert numbers.compute_ms >= 20.0 and "hold_mismatch" not in report.advice.fired_rules
     assert "never_keeps_up" not in report.advice.fired_rules and "workers_from_curve" not in report.advice.fired_rules
 
@@ -305,6 +308,20 @@ def test_a_paced_curve_held_for_another_step_is_flagged_and_compared_with_its_ow
     assert "below the 24 batches/s" in " ".join(advice.reasons)
     close = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=6.0))
     assert "hold_mismatch" not in close.fired_rules  # within HOLD_TOLERANCE of the profile's step
+
+
+def test_a_hold_from_the_warm_epochs_is_compared_with_the_whole_run_the_profile_counts():
+    """`run --paced` over two epochs: held 3.8 ms (the warm epoch), while the run's loop computed 5 ms
+    per batch over both, as its profile says. No warning: the curve answers for this run. The same
+    hold typed by hand (no loop_ms) is 24 % off 5 ms, inside the tolerance; held 3 ms it is flagged."""
+    rates = {0: 60, 1: 100, 2: 150, 4: 250, 8: 255, 14: 255}
+    warm = replace(_curve(rates, hold_ms=3.8), loop_ms=5.0)
+    assert "hold_mismatch" not in advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1),
+                                         curve=warm).fired_rules
+    assert "hold_mismatch" not in advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1),
+                                         curve=replace(warm, hold_ms=3.0)).fired_rules
+    assert "hold_mismatch" in advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1),
+                                     curve=_curve(rates, hold_ms=3.0)).fired_rules
 
 
 def test_a_curve_timed_alone_that_levels_off_between_the_rate_and_the_margin_names_the_target():
