@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mnist_classify import positive_int
 from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
 from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.curve import FED_SHARE, PACED_SLACK, choose_workers, read_curve
@@ -171,13 +172,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "loop's step was 0.74-0.86 of what the profile at num_workers=1 said")
     p.add_argument("--sweep-epochs", type=int, default=2,
                    help="epochs per sweep run; with 2 or more each run is timed after its first")
-    p.add_argument("--paced-epochs", type=int, default=2,
+    p.add_argument("--paced-epochs", type=positive_int, default=2, metavar="N",
                    help="epochs of the `run --paced` profile; with 2 or more the hold is the warm epochs' step")
     p.add_argument("--test-samples", type=int, default=1_000)
     p.add_argument("--curve-seconds", type=float, default=3.0)
     p.add_argument("--data-dir", type=Path, default=Path("data"))
     p.add_argument("--quick", action="store_true", help="CPU smoke test: tiny data, workers 0,1")
     args = p.parse_args(argv)
+    unknown = sorted(set(args.workloads.split(",")) - set(WORKLOADS))
+    if unknown:
+        p.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
     if args.quick:
         args.workers, args.train_samples, args.heavy_train_samples, args.test_samples = "0,1", 640, 320, 128
         args.small_files = 128

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from mnist_classify import positive_int
 from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,11 +38,15 @@ def plain_compute_ms(metrics: Path, batch_size: int) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path("runs/profiled_step"))
-    p.add_argument("--fed", type=int, default=14, help="num_workers that feed the loop (the sweep's knee or more)")
-    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--fed", type=positive_int, default=14, metavar="N",
+                   help="num_workers that feed the loop (the sweep's knee or more)")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of: {', '.join(WORKLOADS)}")
     p.add_argument("--data-dir", type=Path, default=Path("data"))
     p.add_argument("--quick", action="store_true", help="CPU smoke test: 640 samples, workers 0 and 1")
     args = p.parse_args(argv)
+    unknown = sorted(set(args.workloads.split(",")) - set(WORKLOADS))
+    if unknown:
+        p.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     settings = (0, 1) if args.quick else (1, args.fed)
