@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from mnist_classify import positive_int
-from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
+from profile_advice import known_workloads, step  # one command, its log, its time (benchmarks/ is on sys.path)
 from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.curve import FED_SHARE, PACED_SLACK, choose_workers, read_curve
 from profiling.report import build_report
@@ -179,9 +179,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-dir", type=Path, default=Path("data"))
     p.add_argument("--quick", action="store_true", help="CPU smoke test: tiny data, workers 0,1")
     args = p.parse_args(argv)
-    unknown = sorted(set(args.workloads.split(",")) - set(WORKLOADS))
-    if unknown:
-        p.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    known_workloads(p, args.workloads, WORKLOADS)
     if args.quick:
         args.workers, args.train_samples, args.heavy_train_samples, args.test_samples = "0,1", 640, 320, 128
         args.small_files = 128

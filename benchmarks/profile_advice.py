@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +57,15 @@ def mnist_args(args: argparse.Namespace) -> list[str]:
     return [str(REPO / "mnist_classify.py"), "--synthetic", "--epochs", "1", "--data-dir", str(args.data_dir.resolve()),
             "--train-samples", str(args.train_samples), "--test-samples", str(args.test_samples),
             *args.extra.split()]
+
+
+def known_workloads(parser: argparse.ArgumentParser, names: str, known: Iterable[str]) -> list[str]:
+    """The comma-separated workload names, each one of `known`; else the parser's one-line error (exit 2)."""
+    chosen, known = names.split(","), list(known)
+    unknown = sorted(set(chosen) - set(known))
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+    return chosen
 
 
 def step(title: str, command: list[str], log: Path, ok_codes: tuple[int, ...] = (0,)) -> float:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from mnist_classify import positive_int
-from profile_advice import step  # one command, its log, its time (benchmarks/ is on sys.path)
+from profile_advice import known_workloads, step  # one command, its log, its time (benchmarks/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOADS = {"mnist": ["--train-samples", "60000"],
@@ -44,9 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=Path("data"))
     p.add_argument("--quick", action="store_true", help="CPU smoke test: 640 samples, workers 0 and 1")
     args = p.parse_args(argv)
-    unknown = sorted(set(args.workloads.split(",")) - set(WORKLOADS))
-    if unknown:
-        p.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    known_workloads(p, args.workloads, WORKLOADS)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     settings = (0, 1) if args.quick else (1, args.fed)
