@@ -132,14 +132,14 @@ def wait_knee(wait: pd.Series, best: float) -> int | None:
     return int(wait[wait - wait.min() <= (WITHIN - 1) * best].index.min())
 
 
-def paced_report(args: argparse.Namespace, command: list[str], out: Path):
+def paced_report(args: argparse.Namespace, name: str, out: Path):
     """`profiling run --paced` at num_workers=1 for --paced-epochs: a second profile, whose curve at exit
     holds each batch for the loop's own compute per batch as timed in that run (from the epochs after
     the first, when there are more); its report is the paced advice."""
-    epochs = ["--epochs", str(args.paced_epochs)] if args.paced_epochs > 1 else []
+    command = script_args(args, name, args.paced_epochs)
     step(f"{out.name}: 1b. profile again with `run --paced` (the curve held for the loop's own step)",
          [sys.executable, "-m", "profiling", "run", "--paced", "--output-dir", str(out / "paced"), "--curve-seconds",
-          str(args.curve_seconds), "--formats", "text,json", "--", *command, *epochs, "--num-workers", "1"],
+          str(args.curve_seconds), "--formats", "text,json", "--", *command, "--num-workers", "1"],
          out / "paced.log")
     return build_report(out / "paced" / f"{Path(command[0]).stem}.lprof")
 
@@ -223,7 +223,7 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     estimate = {"num_workers": bare.advice.num_workers, "cpus_per_task": bare.advice.cpus_per_task}
     print(f"   advice ({numbers.basis}): num_workers={advice.num_workers}, --cpus-per-task={advice.cpus_per_task}; "
           f"bare-profile estimate: {estimate}")
-    paced_run = paced_report(args, command, out)
+    paced_run = paced_report(args, name, out)
     paced = paced_run.curve if paced_run.curve is not None and paced_run.curve.hold_ms > 0 \
         and paced_run.advice.numbers.basis == "measured" else None  # a curve that stopped short advises nothing
     rules = rule_choices(advice.num_workers, *(fed_and_advised(paced_run.advice.numbers) if paced else (None, None)))

@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 PATH_VAR = "DLPROF_LOADERS"         # where to write the record
 WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
@@ -223,24 +223,36 @@ def batches_per_second(entry: Mapping[str, Any]) -> float | None:
     return (batches - 1) / (last - first)
 
 
-def loop_step(entry: Mapping[str, Any], warm: bool = True) -> tuple[float, float, int] | None:
+class LoopStep(NamedTuple):
+    """The training loop's step as the hook timed it: seconds per batch, and where they come from."""
+
+    compute_s: float
+    wait_s: float
+    steps: int
+    warm: bool  # True: the epochs after the first; False: all epochs
+
+
+def loop_step(entry: Mapping[str, Any], warm: bool = True) -> LoopStep | None:
     """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left
     out), and the steps they come from: the epochs after the first when they hold FEW_STEPS steps,
     because the first epoch carries the run's warm-up (on an H200 the second epoch computed at
     0.68-0.85 of the first, benchmarks/profiled_step.py); else, or with `warm=False`, all. None with
-    fewer than FEW_STEPS."""
-    prefix = "warm" if warm and (entry.get("warm_steps") or 0) >= FEW_STEPS else "loop"
+    fewer than FEW_STEPS, or when the wait took all the time (no compute to pace by)."""
+    use_warm = warm and (entry.get("warm_steps") or 0) >= FEW_STEPS
+    prefix = "warm" if use_warm else "loop"
     steps = int(entry.get(f"{prefix}_steps") or 0)
     if steps < FEW_STEPS:
         return None
     seconds, wait = float(entry.get(f"{prefix}_seconds") or 0.0), float(entry.get(f"{prefix}_wait_seconds") or 0.0)
-    return (seconds - wait) / steps, wait / steps, steps
+    if seconds - wait <= 0:
+        return None
+    return LoopStep((seconds - wait) / steps, wait / steps, steps, use_warm)
 
 
 def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:
     """The loop body's compute per batch (`loop_step`); None when too few steps were timed."""
     step = loop_step(entry)
-    return step[0] if step is not None and step[0] > 0 else None
+    return None if step is None else step.compute_s
 
 
 def main(argv: list[str] | None = None) -> int:

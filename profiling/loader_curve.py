@@ -223,16 +223,15 @@ class _CurveHook:
         """The loop's own compute per batch, in ms, to hold each batch for; 0 (timed alone, said) when
         the loop ran too few steps for the hook to time it."""
         step = capture.loop_step(entry)
-        if step is None or step[0] <= 0:
+        if step is None:
             print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
                   "the curve by; it is timed alone", file=sys.stderr)
             return 0.0
-        compute, _, steps = step
-        which = "the epochs after the first" if steps == entry.get("warm_steps") else \
+        which = "the epochs after the first" if step.warm else \
             "one epoch" if (entry.get("epochs") or 0) <= 1 else "all epochs"
-        print(f"loader curve: the loop computed for {1e3 * compute:.2f} ms per batch ({steps} steps timed, "
+        print(f"loader curve: the loop computed for {1e3 * step.compute_s:.2f} ms per batch ({step.steps} steps timed, "
               f"{which}): each batch is held that long", file=sys.stderr)
-        return round(1e3 * compute, 3)
+        return round(1e3 * step.compute_s, 3)
 
     def measure(self) -> None:
         if self.interrupted:
@@ -265,7 +264,7 @@ class _CurveHook:
                                   hold_s=self.hold_ms / 1e3)
             whole = capture.loop_step(entry, warm=False) if self.paced_by_loop and self.hold_ms > 0 else None
             if whole is not None:  # what a profile of this run counts: hold_mismatch compares with it
-                curve = replace(curve, loop_ms=round(1e3 * whole[0], 3))
+                curve = replace(curve, loop_ms=round(1e3 * whole.compute_s, 3))
             for written in write_outputs(curve, self.path):
                 print(f"loader curve: wrote {written}", file=sys.stderr)
         except Exception as err:  # the script's run is done; a failed extra measurement must not hide it

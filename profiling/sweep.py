@@ -121,9 +121,9 @@ def loop_times(path: Path) -> tuple[float, float]:
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
         step = capture.loop_step(loader) if loader else None
-        if step is None or step[0] <= 0:
+        if step is None:
             return math.nan, math.nan
-        return 1e3 * step[0], 1e3 * step[1]
+        return 1e3 * step.compute_s, 1e3 * step.wait_s
     data = json.loads(path.read_text(encoding="utf-8"))
     seconds, waits, images = (data.get(key) or [] for key in ("epoch_seconds", "epoch_data_wait_seconds",
                                                               "epoch_images"))

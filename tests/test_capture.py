@@ -88,6 +88,9 @@ def test_the_loops_step_comes_from_the_warm_epochs_when_they_hold_enough_steps()
     With only 3 warm steps (a run stopped early), all 13 count."""
     entry = {"loop_steps": 20, "loop_seconds": 0.7 + 0.02, "loop_wait_seconds": 0.02,
              "warm_steps": 10, "warm_seconds": 0.2 + 0.01, "warm_wait_seconds": 0.01}
-    assert loop_step(entry) == pytest.approx((0.02, 0.001, 10))
+    warm = loop_step(entry)
+    assert warm[:3] == pytest.approx((0.02, 0.001, 10)) and warm.warm
     short = {**entry, "loop_steps": 13, "loop_seconds": 0.56, "warm_steps": 3, "warm_seconds": 0.06}
-    assert loop_step(short) == pytest.approx(((0.56 - 0.02) / 13, 0.02 / 13, 13))
+    whole = loop_step(short)
+    assert whole[:3] == pytest.approx(((0.56 - 0.02) / 13, 0.02 / 13, 13)) and not whole.warm
+    assert loop_step({**short, "loop_wait_seconds": 0.56}) is None  # all wait: no compute to pace by
