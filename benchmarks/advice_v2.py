@@ -144,15 +144,12 @@ def paced_report(args: argparse.Namespace, name: str, out: Path):
     return build_report(out / "paced" / f"{Path(command[0]).stem}.lprof")
 
 
-def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float, name: str,
-                hold_by: str = "time"):
-    """The loader timed with each batch held `compute_ms` (`profiling loader --hold-ms`), or the work
-    that takes that long alone (`--hold-by work`): what a loop of that step gets beside k workers,
-    hand-over included."""
-    step(f"{out.name}: 1c. the loader curve paced by a loop held by {hold_by} ({compute_ms:.2f} ms per batch)",
+def paced_curve(args: argparse.Namespace, command: list[str], out: Path, compute_ms: float, name: str):
+    """The loader timed with each batch held `compute_ms` (`profiling loader --hold-ms`): what a loop
+    of that step gets beside k workers, hand-over included."""
+    step(f"{out.name}: 1c. the loader curve paced by a held loop ({compute_ms:.2f} ms per batch)",
          [sys.executable, "-m", "profiling", "loader", "--output-dir", str(out / name), "--seconds",
-          str(args.curve_seconds), "--hold-ms", f"{compute_ms:.3f}", "--hold-by", hold_by, "--", *command,
-          "--num-workers", "1"],
+          str(args.curve_seconds), "--hold-ms", f"{compute_ms:.3f}", "--", *command, "--num-workers", "1"],
          out / f"{name}.log")
     return read_curve(out / name / f"{Path(command[0]).stem}.curve.json")
 
@@ -173,9 +170,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hold-share", type=float, default=0.8,
                    help="also pace a curve at this share of the profiled compute (0: not): on an H100 the fed "
                         "loop's step was 0.74-0.86 of what the profile at num_workers=1 said")
-    p.add_argument("--work-hold", action="store_true",
-                   help="also pace a curve by work (`profiling loader --hold-by work`) for the `run --paced` step, "
-                        "which slows as a real step does when workers crowd its core, and judge its advice")
     p.add_argument("--sweep-epochs", type=int, default=2,
                    help="epochs per sweep run; with 2 or more each run is timed after its first")
     p.add_argument("--paced-epochs", type=positive_int, default=2, metavar="N",
@@ -240,11 +234,6 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         short_choice = choose_workers(short, short_ms / 1e3, numbers.worker_cap)
         rules[f"paced at {args.hold_share:g} x the step: fewest fed"] = None if short_choice is None else (
             short_choice.workers if short_choice.fed_workers is None else short_choice.fed_workers)
-    work = None  # the same step held as work: it slows when the workers crowd the main process
-    if paced is not None and args.work_hold:
-        work = paced_curve(args, command, out, paced.hold_ms, "paced-work", hold_by="work")
-        work_choice = choose_workers(work, paced.hold_ms / 1e3, numbers.worker_cap)
-        rules[f"paced by work: fed + {PACED_SLACK}"] = None if work_choice is None else work_choice.workers
     workers = ",".join(str(w) for w in sorted({int(w) for w in args.workers.split(",")}
                                               | {k for k in rules.values() if k is not None}))
     sweep_cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", workers, "--lprof", str(lprof),
@@ -285,7 +274,6 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
         "paced_reasons": paced_run.advice.reasons,
         "paced_share_curve": {p.workers: round(p.batches_per_s, 1) for p in short.points} if short else None,
         "paced_share_hold_ms": short.hold_ms if short else None,
-        "paced_work_curve": {p.workers: round(p.batches_per_s, 1) for p in work.points} if work else None,
         "what_if_paced": what_if(paced, numbers.compute_ms / 1e3, numbers.worker_cap, ok, best) if paced else [],
         "wait_per_epoch_s": {int(w): round(v, 3) for w, v in wait.items()}, "wait_knee": wait_knee(wait, best),
         "rules": judged,
@@ -304,8 +292,7 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
                  f"{w['margin']:g}: {w['workers']} ({w['ratio']:.3f}x{'~' if w['interpolated'] else ''})"
                  for w in result["what_if_paced"]),
              f"paced at a share of the compute (each batch held {result['paced_share_hold_ms']} ms; k: batches/s): "
-             f"{result['paced_share_curve']}",
-             f"paced by work (the same step as work, k: batches/s): {result['paced_work_curve']}", "",
+             f"{result['paced_share_curve']}", "",
              f"loop compute per batch in the sweep (k: ms, median of the runs): {result['sweep_compute_ms']}",
              f"data wait per warm epoch (k: s, median of the runs): {result['wait_per_epoch_s']}; "
              f"knee by the wait: {result['wait_knee']}", "",

@@ -130,10 +130,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hold each batch this many ms before asking for the next, as a loop with that compute "
                              "per batch would (a paced curve: it shows the rate such a loop gets, at most "
                              "1000 / HOLD_MS batches/s); 0 takes each batch at once")
-    loader.add_argument("--hold-by", choices=("time", "work"), default="time",
-                        help="hold each batch for HOLD_MS of time, or for the work that takes HOLD_MS with no "
-                             "worker beside it (then a hold that shares its core with workers takes longer, as a "
-                             "training step does)")
     loader.add_argument("--batches", type=_non_negative_int, default=3,
                         help="stop the script after its loader gave this many batches, then measure")
     loader.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",

@@ -134,7 +134,7 @@ def read_curve(path: Path) -> LoaderCurve:
                                   float(p["batches_per_s"])) for p in data["points"])
         curve = LoaderCurve(points, int(data["cpus"]), data.get("batch_size"), bool(data.get("pin_memory")),
                             str(data.get("where", "")), float(data.get("hold_ms") or 0.0),
-                            float(data.get("loop_ms") or 0.0), str(data.get("hold_by") or "time"))
+                            float(data.get("loop_ms") or 0.0))
     except OSError as err:
         raise ProfileError(f"cannot read the loader curve {path}: {err.strerror or err}") from None
     except (ValueError, KeyError, TypeError) as err:

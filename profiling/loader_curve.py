@@ -6,9 +6,7 @@ breaks. Timing the real loader (same dataset, sampler, collate function, batch s
 with k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds and no GPU, and gives what the workers can
 deliver: batches per second against k. `profiling.curve.choose_workers` turns it into advice.
 With a hold (DLPROF_CURVE_HOLD_MS, `profiling loader --hold-ms`) each batch is held for the loop's
-compute before the next is asked for: the paced curve, with the hand-over in the measurement. The hold
-is a span of time, or (DLPROF_CURVE_HOLD_BY=work, `--hold-by work`) a fixed amount of work that takes
-longer when the workers crowd the main process's core, as a real loop's step does.
+compute before the next is asked for: the paced curve, with the hand-over in the measurement.
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
   * `profiling run` sets DLPROF_CURVE: the loader is measured when the profiled script exits
@@ -20,7 +18,6 @@ Two ways in, both through profiling.capture's hook on the script's DataLoaders:
 from __future__ import annotations
 
 import atexit
-import math
 import os
 import signal
 import sys
@@ -39,7 +36,6 @@ CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot 
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
 HOLD_VAR = "DLPROF_CURVE_HOLD_MS"  # hold each batch this long, as the training loop would (a paced curve)
 HOLD_LOOP = "loop"  # ... HOLD_VAR's value for: as long as the loop's own compute per batch (`run --paced`)
-HOLD_BY_VAR = "DLPROF_CURVE_HOLD_BY"  # "time" (the default) or "work": see `hold`
 SECONDS = 2.0        # per setting, after the first batch (worker start-up is left out)
 MAX_BATCHES = 1000   # per setting: a fast loader need not run its whole budget
 LADDER = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # about x1.5 apart
@@ -94,42 +90,23 @@ def worker_ladder(cpus: int, gpus: int, pin_memory: bool | None = None) -> list[
     return sorted({k for k in LADDER if k <= top} | {top})
 
 
-def hold(seconds: float, ops: int = 0) -> None:
+def hold(seconds: float) -> None:
     """Keep the main process busy for `seconds` the way a training step does: one core running small
     torch ops, each of which lets go of the GIL while it runs (a Python spin would hold the GIL, and
-    sleeping would free the core; a GPU loop launching kernels does neither). With `ops` > 0, run
-    that many ops instead (`hold_ops`): a fixed step of work, which takes longer when the workers
-    share its core, as a real loop's step did (small files on an H100: 10.4 ms per batch beside 8
-    workers, 13.9 ms beside 12)."""
-    _spin(math.inf if ops > 0 else time.perf_counter() + seconds, ops)
-
-
-def hold_ops(seconds: float, calibrate_s: float = 0.3) -> int:
-    """The ops `hold` runs in `seconds` on this process's CPUs with nothing beside it: a work hold's
-    size, calibrated before any worker starts (the same loop as the hold, so each op costs the same)."""
-    _spin(time.perf_counter() + 0.02, 0)  # the first ops pay torch's one-time costs
-    start = time.perf_counter()
-    done = _spin(start + calibrate_s, 0)
-    return max(1, round(seconds * done / (time.perf_counter() - start)))
-
-
-def _spin(end: float, ops: int) -> int:
-    """Small torch ops until `end` or (ops > 0) until `ops` are done; returns how many ran."""
+    sleeping would free the core; a GPU loop launching kernels does neither)."""
     import torch
 
-    scratch, done = torch.ones(32, 32), 0
-    while time.perf_counter() < end and (ops <= 0 or done < ops):
+    end = time.perf_counter() + seconds
+    scratch = torch.ones(32, 32)
+    while time.perf_counter() < end:
         scratch = torch.mm(scratch, scratch).clamp_(-1.0, 1.0)
-        done += 1
-    return done
 
 
 def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
-                max_batches: int = MAX_BATCHES, hold_s: float = 0.0, ops: int = 0) -> CurvePoint | None:
+                max_batches: int = MAX_BATCHES, hold_s: float = 0.0) -> CurvePoint | None:
     """Batches per second with `workers` workers in steady state; None when too few batches come.
     With `hold_s`, each batch is held that long before the next is asked for: the rate is then what
-    a loop with that compute per batch would get (at most 1 / hold_s), hand-over costs included;
-    with `ops` > 0 each batch is held for that much work instead (see `hold`).
+    a loop with that compute per batch would get (at most 1 / hold_s), hand-over costs included.
 
     Start-up is left out twice over: the first batch (the workers starting), and then the batches
     the workers built while it waited (k x prefetch_factor of them, handed over at once). Timing
@@ -146,7 +123,7 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
             if timed >= max_batches or (timed > 0 and stamps[-1] - stamps[backlog] >= seconds):
                 break
             if hold_s > 0:
-                hold(hold_s, ops)
+                hold(hold_s)
     finally:
         shutdown = getattr(iterator, "_shutdown_workers", None)
         if shutdown is not None:
@@ -159,25 +136,18 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
 
 def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: float = SECONDS,
                   max_batches: int = MAX_BATCHES, log: Any = sys.stderr, gpus: int = 0,
-                  hold_s: float = 0.0, hold_by: str = "time") -> LoaderCurve:
+                  hold_s: float = 0.0) -> LoaderCurve:
     """Time the loader at each k in `workers`, one after the other, each held to the CPUs a job with
     k workers would ask for (the kit's CPU rule, the first of this process's CPUs), as the sweep is:
     the curve then says what `--cpus-per-task` for k would deliver, not what the whole node would.
-    `hold_s` > 0 paces it: each batch is held as the loop would hold it (see `time_loader`), for
-    that long or (`hold_by="work"`) for the work that takes that long alone."""
+    `hold_s` > 0 paces it: each batch is held as the loop would hold it (see `time_loader`)."""
     points = []
     mask = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    ops = 0
     try:
-        if hold_s > 0 and hold_by == "work":
-            if mask is not None:  # calibrated on the main process's own CPU, as it holds beside 0 workers
-                os.sched_setaffinity(0, first_cpus(cpus_for_workers(0, gpus, spec.pin_memory), mask))
-            ops = hold_ops(hold_s)
-            print(f"loader curve: each batch is held for {ops} ops, {1e3 * hold_s:g} ms of work alone", file=log)
         for k in workers:
             if mask is not None:  # the workers fork from here, so they inherit the share
                 os.sched_setaffinity(0, first_cpus(cpus_for_workers(k, gpus, spec.pin_memory), mask))
-            point = time_loader(spec, k, seconds, max_batches, hold_s, ops)
+            point = time_loader(spec, k, seconds, max_batches, hold_s)
             if point is not None:
                 points.append(point)
                 print(f"loader curve: num_workers={k}: {point.batches_per_s:.1f} batches/s "
@@ -185,8 +155,7 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
     finally:
         if mask is not None:
             os.sched_setaffinity(0, mask)
-    return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where, round(hold_s * 1e3, 3),
-                       hold_by="work" if ops else "time")
+    return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where, round(hold_s * 1e3, 3))
 
 
 def job_cpus() -> int:
@@ -217,8 +186,8 @@ def write_outputs(curve: LoaderCurve, path: Path) -> list[Path]:
 class _CurveHook:
     """Keeps the spec of each loader capture records, and measures the busiest one at exit."""
 
-    def __init__(self, path: Path, seconds: float, hold_ms: float | str = 0.0, hold_by: str = "time") -> None:
-        self.path, self.seconds, self.hold_by = path, seconds, hold_by
+    def __init__(self, path: Path, seconds: float, hold_ms: float | str = 0.0) -> None:
+        self.path, self.seconds = path, seconds
         self.paced_by_loop = hold_ms == HOLD_LOOP
         self.hold_ms = 0.0 if self.paced_by_loop else float(hold_ms)
         self.specs: list[tuple[dict, LoaderSpec]] = []
@@ -292,7 +261,7 @@ class _CurveHook:
         exiting, loader_utils.python_exit_status = loader_utils.python_exit_status, False
         try:
             curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds, gpus=gpus,
-                                  hold_s=self.hold_ms / 1e3, hold_by=self.hold_by)
+                                  hold_s=self.hold_ms / 1e3)
             whole = capture.loop_step(entry, warm=False) if self.paced_by_loop and self.hold_ms > 0 else None
             if whole is not None:  # what a profile of this run counts: hold_mismatch compares with it
                 curve = replace(curve, loop_ms=round(1e3 * whole.compute_s, 3))
@@ -311,7 +280,7 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
     if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
         return False
     _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS),
-               environ.get(HOLD_VAR) or 0.0, environ.get(HOLD_BY_VAR) or "time").install()
+               environ.get(HOLD_VAR) or 0.0).install()
     return True
 
 
@@ -348,7 +317,7 @@ def loader_command(args: Any) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, capture.PATH_VAR: str(Path(scratch) / "loaders.json"), CURVE_VAR: str(curve),
                SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches),
-               HOLD_VAR: str(getattr(args, "hold_ms", 0.0)), HOLD_BY_VAR: getattr(args, "hold_by", "time")}
+               HOLD_VAR: str(getattr(args, "hold_ms", 0.0))}
         code = subprocess.run([sys.executable, "-m", "profiling.loader_curve", *args.command], env=env).returncode
     if not curve.is_file():
         print(f"profiling loader: no curve measured (the script exited with code {code} before a DataLoader "
@@ -356,7 +325,6 @@ def loader_command(args: Any) -> int:
         return code or 1
     measured = read_curve(curve)
     print(json.dumps({"where": measured.where, "cpus": measured.cpus, "hold_ms": measured.hold_ms,
-                      "hold_by": measured.hold_by,
                       "batches_per_s": {p.workers: round(p.batches_per_s, 1) for p in measured.points}}))
     print(f"wrote {curve} and {curve.with_suffix('.png')}; the report of a profile with the same stem in this "
           f"folder uses it, or pass it: python -m profiling report FILE.lprof --curve {curve}")

@@ -151,7 +151,6 @@ class LoaderCurve:
     hold_ms: float = 0.0         # each batch was held this long, as a loop would (0: taken at once)
     loop_ms: float = 0.0         # `run --paced`: the loop's compute per batch over its whole run, as a
     #                              profile of that run counts it (the hold may be its warm epochs only)
-    hold_by: str = "time"        # the hold was a span of time, or "work": that much work, slowed by crowding
 
     def rate(self, workers: int) -> float | None:
         return next((p.batches_per_s for p in self.points if p.workers == workers), None)

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from profiling.advice import ESTIMATE_FACTOR, advise
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
 from profiling.curve import CURVE_MARGIN, FED_SHARE, PACED_SLACK, choose_workers, read_curve
 from profiling.facts import Environment
-from profiling.loader_curve import hold, hold_ops, measure_curve, spec_of, worker_ladder, write_outputs
+from profiling.loader_curve import measure_curve, spec_of, worker_ladder, write_outputs
 from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
 from profiling.report import build_report
 from profiling.sweep import settings_for
@@ -92,7 +91,7 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "advice_v2.py"), "--quick", "--out",
                            str(tmp_path / "out"), "--data-dir", str(tmp_path / "data"), "--workloads", "small-files",
-                           "--repeats", "2", "--work-hold"],
+                           "--repeats", "2"],
                           env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "out" / "small-files" / "summary.json").read_text())
@@ -117,10 +116,6 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert all(j["extra_wait"] >= 0 for j in rules.values())
     assert rules["paced at 0.8 x the step: fewest fed"]["workers"] in (0, 1)  # held for 0.8 of it
     assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)
-    assert set(result["paced_work_curve"]) == {"0", "1"}  # the same step held as work
-    assert rules[f"paced by work: fed + {PACED_SLACK}"]["workers"] in (0, 1)
-    work = json.loads((tmp_path / "out" / "small-files" / "paced-work" / "image_classify.curve.json").read_text())
-    assert work["hold_by"] == "work" and work["hold_ms"] == result["paced_hold_ms"]
 
 
 EXIT_SCRIPT = """
@@ -182,52 +177,6 @@ def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
     assert held.rate(1) <= 50 < alone.rate(1)  # every timed gap holds one 20 ms hold; alone, none does
     assert held.hold_ms == 20.0 and alone.hold_ms == 0.0
     assert read_curve(write_outputs(held, tmp_path / "held.curve.json")[0]) == held
-
-
-def _held_seconds(seconds: float, ops: int) -> float:
-    start = time.perf_counter()
-    hold(seconds, ops)
-    return time.perf_counter() - start
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists() or not hasattr(os, "sched_setaffinity"),
-                    reason="needs Linux (CPU affinity, /proc)")
-def test_a_work_hold_takes_longer_when_workers_share_its_core_and_a_time_hold_does_not(tmp_path):
-    """A work hold is sized alone (`hold_ops`), then two busy processes are pinned to the same one CPU:
-    the scheduler splits that CPU three ways, so the same work takes about three times as long, as a
-    training step beside too many workers does. A time hold ends on time whatever shares its core."""
-    from torch.utils.data import TensorDataset
-
-    mask = os.sched_getaffinity(0)
-    cpu = {min(mask)}
-    os.sched_setaffinity(0, cpu)
-    spinners = []
-    try:
-        ops = hold_ops(0.1)
-        alone = min(_held_seconds(0.1, ops) for _ in range(3))
-        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                     preexec_fn=lambda: os.sched_setaffinity(0, cpu)) for _ in range(2)]
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and min(_cpu_seconds(p.pid) for p in spinners) < 0.2:
-            time.sleep(0.05)  # both have started Python and spun a while on our CPU
-        crowded = min(_held_seconds(0.1, ops) for _ in range(3))
-        timed = max(_held_seconds(0.1, 0) for _ in range(3))
-    finally:
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
-        os.sched_setaffinity(0, mask)
-    assert crowded >= 1.5 * alone  # a third of one CPU: about 3x
-    assert timed < 0.1 + 0.05      # ends at its deadline (plus at most a time slice)
-    loader = DataLoader(TensorDataset(torch.zeros(256, 4)), batch_size=8)
-    held = measure_curve(spec_of(loader), [0], cpus=1, seconds=0.2, hold_s=0.01, hold_by="work")
-    assert held.hold_by == "work" and held.hold_ms == 10.0 and held.rate(0) <= 100
-    assert read_curve(write_outputs(held, tmp_path / "work.curve.json")[0]) == held
 
 
 def test_run_paced_holds_the_curve_for_the_loops_own_step_in_one_command(tmp_path):
