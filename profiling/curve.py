@@ -27,9 +27,10 @@ CURVE_MARGIN = 2.0
 FED_SHARE = 1 / 1.05
 # ... and then this many workers more, because once fed the loop's real step is shorter than the
 # profiled one the hold is set from: 0.74-0.88 of it in six runs timed on warm epochs (three H100s, one
-# H200), where the fewest fed workers alone fell below the knee in five. Across eighteen runs, fed + 2
-# was never above the knee + 2 (docs/results.md, "Advice v2: a steadier sweep" and after). The causes,
-# measured on an H200: kernprof's line tracing (1.04-1.34x) and a one-epoch profile's warm-up.
+# H200), where the fewest fed workers alone fell below the knee in five. Across twenty-five runs, fed + 2
+# was above the knee + 2 once: small files on an H100, whose loop slowed as workers were added, which a
+# held curve cannot see (docs/results.md, "Advice v2: a steadier sweep" and after). The causes of the
+# short step, measured on an H200: kernprof's line tracing (1.04-1.34x) and a one-epoch profile's warm-up.
 PACED_SLACK = 2
 # A held loop's curve levels off where the hand-over, not the workers, limits it, and that level can sit
 # right at FED_SHARE: on an H100 (MNIST held 3.5 ms) every k from 4 to 14 gave 0.945-0.954 of the held
