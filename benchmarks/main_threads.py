@@ -40,16 +40,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def sweep(args: argparse.Namespace, mode: str, folder: Path, lprof: Path | None) -> pd.DataFrame:
-    """One `profiling sweep` pass; in `share` mode each setting's pool is its main-process CPUs.
-    The first pass profiles the script once (the sweep adds the advised k); the others reuse it."""
+def mode_env(mode: str, gpus: int) -> dict[str, str]:
+    """The environment of one mode: `share` holds the pool to the main process's CPUs (the sweep pins
+    each setting to W + that many); `default` leaves torch to size it to every CPU it may use."""
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
-    if mode == "share":  # the sweep pins W + main CPUs; the pool gets only the main process's part
-        env["OMP_NUM_THREADS"] = str(main_process_cpus(args.gpus))
+    if mode == "share":
+        env["OMP_NUM_THREADS"] = str(main_process_cpus(gpus))
+    return env
+
+
+def pool_size(env: dict[str, str]) -> int:
+    """torch.get_num_threads() in a fresh process with this environment (proof the mode took effect)."""
+    probe = [sys.executable, "-c", "import torch; print(torch.get_num_threads())"]
+    return int(subprocess.run(probe, env=env, check=True, capture_output=True, text=True).stdout)
+
+
+def sweep(args: argparse.Namespace, mode: str, folder: Path, lprof: Path | None) -> pd.DataFrame:
+    """One `profiling sweep` pass in one mode. The first pass profiles the script once (the sweep
+    adds the advised k to the settings); the others reuse that profile."""
     cmd = [sys.executable, "-m", "profiling", "sweep", "--workers", args.workers, "--repeats", "1",
            "--output-dir", str(folder), *(["--lprof", str(lprof)] if lprof else []), "--", *args.command]
-    subprocess.run(cmd, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=REPO, env=mode_env(mode, args.gpus), check=True, stdout=subprocess.DEVNULL)
     return pd.read_csv(folder / "sweep.csv").assign(mode=mode)
 
 
@@ -59,16 +71,22 @@ def main(argv: list[str] | None = None) -> int:
 
     args.gpus = 1 if torch.cuda.is_available() else 0
     first = args.out / f"round1-{MODES[0]}"
-    runs = [sweep(args, MODES[0], first, None)]
-    lprof = next(iter(sorted((first / "profile").glob("*.lprof"))), None)
-    runs += [sweep(args, mode, args.out / f"round{r}-{mode}", lprof)
-             for r in range(1, args.rounds + 1) for mode in MODES if (r, mode) != (1, MODES[0])]
+    try:
+        runs = [sweep(args, MODES[0], first, None)]
+        lprof = next(iter(sorted((first / "profile").glob("*.lprof"))), None)
+        runs += [sweep(args, mode, args.out / f"round{r}-{mode}", lprof)
+                 for r in range(1, args.rounds + 1) for mode in MODES if (r, mode) != (1, MODES[0])]
+    except (subprocess.CalledProcessError, FileNotFoundError) as err:  # the sweep printed why; keep what ran
+        print(f"main_threads: a sweep failed ({err}); finished passes are under {args.out}", file=sys.stderr)
+        return 1
     runs = pd.concat(runs, ignore_index=True)
     runs.to_csv(args.out / "runs.csv", index=False)
     table = runs.groupby(["workers", "mode"])[["epoch_seconds", "compute_ms", "wait_ms"]].median().unstack("mode")
     best = table["epoch_seconds"].min().min()
     lines = [f"# main-process threads: {' '.join(args.command)}", "",
-             f"median of {args.rounds} rounds; epoch s (vs the best of both), loop compute and wait ms per batch", "",
+             f"median of {args.rounds} rounds; epoch s (vs the best of both), loop compute and wait ms per batch; "
+             f"pool: default {pool_size(mode_env('default', args.gpus))} threads here (unpinned), "
+             f"share {pool_size(mode_env('share', args.gpus))}", "",
              "| workers | epoch s, default | epoch s, share | compute ms, default | compute ms, share |"
              " wait ms, default | wait ms, share |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for w, row in table.iterrows():

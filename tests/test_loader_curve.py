@@ -118,6 +118,28 @@ def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
     assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)
 
 
+def test_main_threads_runs_both_pool_sizes_side_by_side(tmp_path):
+    """benchmarks/main_threads.py on the CPU (tiny MNIST, one worker, one round): the same sweep with
+    torch's pool at its default and at the main process's CPUs, both in runs.csv and the summary."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "main_threads.py"), "--out", str(tmp_path / "mt"),
+                           "--workers", "1", "--rounds", "1", "--", "mnist_classify.py", "--synthetic", "--epochs", "2",
+                           "--train-samples", "512", "--test-samples", "64", "--data-dir", str(tmp_path / "data")],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    runs = pd.read_csv(tmp_path / "mt" / "runs.csv")
+    assert set(runs["mode"]) == {"default", "share"} and set(runs["status"]) == {"ok"}
+    assert (runs["epoch_seconds"] > 0).all() and 1 in set(runs["workers"])
+    summary = (tmp_path / "mt" / "summary.md").read_text()
+    share = main_process_cpus(1 if torch.cuda.is_available() else 0)
+    assert f"share {share}" in summary and "\n| 1 | " in summary  # the pool really was held, and a row per k
+    failed = subprocess.run([sys.executable, str(REPO / "benchmarks" / "main_threads.py"), "--out", str(tmp_path / "x"),
+                             "--rounds", "1", "--", "no_such_script.py"], env=env, capture_output=True, text=True,
+                            timeout=300, cwd=REPO)
+    assert failed.returncode == 1 and "main_threads: a sweep failed" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
 EXIT_SCRIPT = """
 import os, sys
 import profiling.capture as capture, profiling.loader_curve as loader_curve
