@@ -2,44 +2,39 @@
 
 This is the classic pytorch/examples MNIST script (same Net, Adadelta, StepLR and defaults),
 plus the switches that the later lessons turn: DataLoader workers, speed flags, a GPU-resident
-data path, a large-batch learning-rate recipe (recipes.py), CUDA graphs (graphed_step.py), an
-offline synthetic digit set, a metrics file and TensorBoard curves.  Run `python mnist_classify.py -h`.
+data path (gpu_resident.py), a large-batch learning-rate recipe (recipes.py), CUDA graphs
+(graphed_step.py), an offline synthetic digit set (mnist_data.py), a metrics file and TensorBoard
+curves. The run context it prints first comes from run_context.py.  Run `python mnist_classify.py -h`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sized
+from typing import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, Subset
-from torchvision import datasets, transforms
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 import recipes
 import synthetic_digits
 import tensorboard_log
+from gpu_resident import ResidentLoader
 from graphed_step import GraphedStep
+from mnist_data import SetupError, load_datasets, shuffled
 from profiling.cpu_rule import workers_for_cpus
+from run_context import print_context, run_context, usable_cpus
 
 try:  # line_profiler's `profile` is a no-op unless the script runs under `kernprof -l` (or LINE_PROFILE=1)
     from line_profiler import profile
 except ImportError:  # a bare torch environment can still run the lesson, just not profile it
     def profile(func):
         return func
-
-MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
-FULL_TRAIN, FULL_TEST = 60_000, 10_000
-
-
-class SetupError(RuntimeError):
-    """A problem with the data or the device that the user fixes with a flag: one line, exit 2."""
 
 
 class Net(nn.Module):
@@ -185,16 +180,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # ----------------------------------------------------------------------------- where am I running
-def usable_cpus() -> int:
-    """CPUs this process may use: Slurm's grant, else the affinity mask (os.cpu_count() counts the whole node)."""
-    granted = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    if granted.isdigit() and int(granted) > 0:
-        return int(granted)
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return 1  # no affinity API (macOS): assume the least rather than the whole machine
-
-
 def resolve_num_workers(requested: int | str, gpus: int = 0, pin_memory: bool | None = None) -> int:
     """'auto' = the workers the kit's one CPU rule fits in this job's CPUs beside the main process."""
     return workers_for_cpus(usable_cpus(), gpus, pin_memory) if requested == "auto" else int(requested)
@@ -216,145 +201,7 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def data_source(args: argparse.Namespace) -> str:
-    if args.synthetic:
-        return f"synthetic digits (seed {args.synthetic_seed}) in {args.data_dir / 'synthetic' / 'MNIST' / 'raw'}"
-    return f"MNIST in {args.data_dir / 'MNIST' / 'raw'}" + (" (download if missing)" if args.download else "")
-
-
-def run_context(args: argparse.Namespace, device: torch.device) -> dict:
-    """The facts a learner checks first on a cluster: which node, which job, which CPUs and GPUs."""
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
-        if torch.cuda.is_available() else []
-    return {"host": socket.gethostname(), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-            "cpus_allowed": usable_cpus(), "gpus_visible": gpus,
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "torch": torch.__version__, "device": str(device), "data_source": data_source(args)}
-
-
-def print_context(ctx: dict) -> None:
-    gpus = f"{len(ctx['gpus_visible'])} {ctx['gpus_visible']}" if ctx["gpus_visible"] else "none"
-    rows = [("host", ctx["host"]), ("slurm job", ctx["slurm_job_id"] or "none (not inside a Slurm job)"),
-            ("cpus allowed", ctx["cpus_allowed"]),
-            ("gpus visible", f"{gpus} (CUDA_VISIBLE_DEVICES={ctx['cuda_visible_devices'] or 'unset'})"),
-            ("torch", ctx["torch"]), ("device", ctx["device"]), ("data", ctx["data_source"])]
-    print("== run context " + "=" * 50)
-    for key, value in rows:
-        print(f"  {key:<13}{value}")
-    print("=" * 65, flush=True)
-
-
 # ----------------------------------------------------------------------------- data
-def _first(ds: Dataset, n: int | None, what: str) -> Dataset:
-    if n is None or n == len(ds):
-        return ds
-    if n > len(ds):
-        raise SetupError(f"--{what}-samples {n} is more than the {len(ds)} images available")
-    return Subset(ds, range(n))
-
-
-def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
-    """MNIST (real, or generated with --synthetic) as torchvision datasets, cut to --train/--test-samples."""
-    root = args.data_dir
-    if root.exists() and not root.is_dir():
-        raise SetupError(f"--data-dir {root} is a file, not a folder")
-    if args.synthetic:
-        root = args.data_dir / "synthetic"
-        try:
-            synthetic_digits.ensure(root / "MNIST" / "raw", args.train_samples or FULL_TRAIN,
-                                    args.test_samples or FULL_TEST, args.synthetic_seed)
-        except OSError as exc:
-            raise SetupError(f"cannot write the generated digits under {root}: {exc.strerror or exc}") from None
-    elif args.download:
-        try:
-            datasets.MNIST(root, train=True, download=True)
-            datasets.MNIST(root, train=False, download=True)
-        except Exception as exc:  # URLError, HTTP errors, checksum failures: all mean "no data"
-            raise SetupError(f"could not download MNIST into {root} ({type(exc).__name__}); "
-                             "run this on a machine with internet, or use --synthetic") from None
-    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MNIST_MEAN,), (MNIST_STD,))])
-    train_transform = transforms.Compose([*HEAVY_AUGMENTATION, transform]) if args.augment == "heavy" else transform
-    raw = root / "MNIST" / "raw"
-    for name in (n for pair in synthetic_digits.FILES.values() for n in pair):
-        problem = (raw / name).exists() and synthetic_digits.idx_problem(raw / name)
-        if problem:
-            cure = ("run again to regenerate it" if args.synthetic
-                    else "fetch it again (--download, or --synthetic for generated digits)")
-            raise SetupError(f"{raw / name} is corrupt: {problem}; delete it and {cure}")
-    try:
-        train_ds = datasets.MNIST(root, train=True, transform=train_transform)
-        test_ds = datasets.MNIST(root, train=False, transform=transform)
-    except RuntimeError:
-        raise SetupError(f"MNIST not found in {root / 'MNIST' / 'raw'}: run once with --download "
-                         "(needs internet, e.g. on a login node) or add --synthetic for offline digits") from None
-    return _first(train_ds, args.train_samples, "train"), _first(test_ds, args.test_samples, "test")
-
-
-# --augment heavy: per-image work on PIL images in the loader's workers, about 4x the cost of
-# ToTensor + Normalize alone (timed one thread per process on a 2-core machine: 90 ms -> 280 ms for 64
-# images with the warp and the jitter), so the loader's cost is no longer MNIST's.
-HEAVY_AUGMENTATION = (
-    transforms.RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=10),
-    transforms.ColorJitter(brightness=0.4, contrast=0.4),
-    transforms.RandomResizedCrop(28, scale=(0.8, 1.0), antialias=True),
-)
-
-
-def _uint8_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:
-    """The raw uint8 images and labels behind an MNIST dataset or a first-N Subset of one."""
-    if isinstance(ds, Subset):
-        n = len(ds)
-        return ds.dataset.data[:n], ds.dataset.targets[:n]
-    return ds.data, ds.targets
-
-
-def shuffled(data: Sized, seed: int) -> RandomSampler:
-    """The training order: the same seeded sampler drives both data paths, so on the CPU the
-    DataLoader and --gpu-resident runs see identical batches (and identical results)."""
-    return RandomSampler(data, generator=torch.Generator().manual_seed(seed))
-
-
-def sampler_order(sampler: Sampler) -> torch.Tensor:
-    """The sampler's next epoch as one index tensor.
-
-    For the seeded shuffle this draws what RandomSampler draws (a permutation, then the empty
-    remainder that advances its generator) without 60,000 Python ints: 15-20 ms an epoch on the
-    H100 host, a fifth of a fast epoch. tests/test_fast_path.py checks it matches list(sampler).
-    """
-    if type(sampler) is RandomSampler and not sampler.replacement and sampler.generator is not None \
-            and sampler.num_samples == len(sampler.data_source):
-        order = torch.randperm(sampler.num_samples, generator=sampler.generator)
-        torch.randperm(sampler.num_samples, generator=sampler.generator)
-        return order
-    return torch.tensor(list(sampler))
-
-
-class ResidentLoader:
-    """Batches drawn by index from tensors already on the device: no workers, no per-image Python.
-
-    The images arrive as uint8 (4x smaller to copy) and are normalised once on the device with
-    the same arithmetic as ToTensor + Normalize, so both paths feed the model the same values.
-    """
-
-    def __init__(self, ds: Dataset, batch_size: int, device: torch.device, sampler: Sampler | None = None,
-                 channels_last: bool = False) -> None:
-        images, labels = _uint8_tensors(ds)
-        x = images.to(device).unsqueeze(1).float().div(255).sub(MNIST_MEAN).div(MNIST_STD)
-        self.images = x.contiguous(memory_format=torch.channels_last) if channels_last else x
-        self.labels = labels.to(device)
-        self.dataset = self.images  # len(loader.dataset) works as with a DataLoader
-        self.batch_size, self.sampler = batch_size, sampler  # no sampler: the stored order
-
-    def __len__(self) -> int:
-        return -(-len(self.sampler if self.sampler is not None else self.labels) // self.batch_size)
-
-    def __iter__(self):
-        # One index copy per epoch; the per-step gathers then run on the device without a sync.
-        order = torch.arange(len(self.labels)) if self.sampler is None else sampler_order(self.sampler)
-        for idx in order.to(self.labels.device).split(self.batch_size):
-            yield self.images[idx], self.labels[idx]
-
-
 def make_loaders(args: argparse.Namespace, train_ds: Dataset, test_ds: Dataset,
                  device: torch.device, train_sampler: Sampler | None = None,
                  ) -> tuple[DataLoader | ResidentLoader, DataLoader | ResidentLoader]:

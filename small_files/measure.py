@@ -13,7 +13,7 @@ from pathlib import Path
 from torch.utils.data import DataLoader, Subset
 from torchvision import datasets
 
-from mnist_classify import shuffled
+from mnist_data import shuffled
 from small_files.shards import is_shard_dir, shard_dataset
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset
 
-from mnist_classify import shuffled
+from mnist_data import shuffled
 from small_files.shards import folder_samples, is_shard_dir, read_index
 
 Timed = tuple[object, int, float, float]  # (image, label, read seconds, decode seconds)

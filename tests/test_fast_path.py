@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import gpu_resident
 import mnist_classify as mc
 import real_digits
 import recipes
@@ -144,7 +145,7 @@ def test_resident_shuffle_is_the_samplers_order() -> None:
     """The fast index draw gives the DataLoader's order, epoch after epoch."""
     a, b = mc.shuffled(range(1000), 5), mc.shuffled(range(1000), 5)
     for _ in range(3):
-        assert torch.equal(mc.sampler_order(a), torch.tensor(list(b)))
+        assert torch.equal(gpu_resident.sampler_order(a), torch.tensor(list(b)))
 
 
 # ----------------------------------------------------------------------------- TensorBoard
