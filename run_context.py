@@ -13,16 +13,15 @@ import socket
 import torch
 
 from mnist_data import data_source
+from profiling.facts import cpus_from_env
 
 
 def usable_cpus() -> int:
-    """CPUs this process may use: Slurm's grant, else the affinity mask (os.cpu_count() counts the whole node)."""
-    granted = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    if granted.isdigit() and int(granted) > 0:
-        return int(granted)
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return 1  # no affinity API (macOS): assume the least rather than the whole machine
+    """CPUs this process may use: Slurm's grant, else the affinity mask (os.cpu_count() counts the whole
+    node). The profiler's own rule (profiling.facts.cpus_from_env), so the script and its report agree."""
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    cpus, _ = cpus_from_env(os.environ, affinity)
+    return cpus or 1  # no affinity API (macOS): assume the least rather than the whole machine
 
 
 def run_context(args: argparse.Namespace, device: torch.device) -> dict:
