@@ -22,6 +22,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from mnist_classify import positive_int  # noqa: E402
 from profiling.cpu_rule import main_process_cpus  # noqa: E402
 
 MODES = ("default", "share")  # torch's own pool size; OMP_NUM_THREADS = the main process's CPUs
@@ -31,7 +32,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="one sweep folder per round and mode, and summary.md")
     p.add_argument("--workers", default="6,8,12,14", help="worker counts, as for `profiling sweep`")
-    p.add_argument("--rounds", type=int, default=3, help="passes of both modes (one sweep repeat each)")
+    p.add_argument("--rounds", type=positive_int, default=3, help="passes of both modes (one sweep repeat each)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- SCRIPT [ARGS...], as for `profiling sweep`")
     args = p.parse_args(argv)
     args.command = args.command[1:] if args.command[:1] == ["--"] else args.command

@@ -138,6 +138,10 @@ def test_main_threads_runs_both_pool_sizes_side_by_side(tmp_path):
                             timeout=300, cwd=REPO)
     assert failed.returncode == 1 and "main_threads: a sweep failed" in failed.stderr
     assert "Traceback" not in failed.stderr
+    bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "main_threads.py"), "--out", str(tmp_path / "y"),
+                          "--rounds", "0", "--", "mnist_classify.py"], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=REPO)
+    assert bad.returncode == 2 and "--rounds: must be at least 1" in bad.stderr and "Traceback" not in bad.stderr
 
 
 EXIT_SCRIPT = """
