@@ -11,6 +11,10 @@ take turns in an order rotated each pass; the first pass warms up and is not cou
 the median of its passes; its paired ratio is the median, over passes, of its epoch against the best
 setting's epoch of the same pass, which takes out what drifts from pass to pass.
 
+What it found (docs/results.md, "Advice v2 on an interleaved sweep"): taking turns did not make one
+setting steadier. Its epochs still spread by 3-43 % on H100s and an H200; what moves a whole pass
+explained 14-61 % of that, the rest changed from epoch to epoch. The noise is not the process's.
+
 `--advice NAME=PATH.lprof` reads the advice of a kernprof profile (`profiling run`, with or without
 `--paced`) and adds its k to the settings, so each rule is judged on a swept point:
 
