@@ -113,7 +113,7 @@ class Workload:
             self.args.no_test = True
             loader, _, classes = image_classify.make_loaders(self.args, self.device)
             self.model = image_classify.resnet18(classes).to(self.device)
-            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.args.lr, momentum=0.9)
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.args.lr, momentum=0.9, weight_decay=5e-5)
         else:
             self.datasets = load_datasets(self.args)
             self.model = lesson1.Net().to(self.device)
