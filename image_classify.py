@@ -131,6 +131,11 @@ def resnet18(classes: int) -> nn.Module:
     return nn.Sequential(models.resnet18(num_classes=classes), nn.LogSoftmax(dim=1))
 
 
+def make_optimizer(args: argparse.Namespace, net: nn.Module) -> optim.Optimizer:
+    """SGD with momentum and a little weight decay: the usual recipe for ResNets."""
+    return optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prog = Path(sys.argv[0]).name
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     net = resnet18(classes).to(device)
     if args.channels_last:
         net = net.to(memory_format=torch.channels_last)
-    optimizer = optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
+    optimizer = make_optimizer(args, net)
     scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
     seconds, data_wait, steps, images, accuracy = 0.0, 0.0, 0, 0, float("nan")
     epoch_seconds, epoch_images, epoch_wait = [], [], []  # per epoch: a sweep times the epochs after the first

@@ -41,22 +41,22 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from jobs.gather import parse_workers  # noqa: E402
 from mnist_classify import positive_int  # noqa: E402
 from profiling.cpu_rule import cpus_for_workers, first_cpus  # noqa: E402
+from profiling.sweep import pick_knee  # noqa: E402
 
-WITHIN = 1.05  # the knee: the fewest workers within 5 % of the best; a rule's goal: within 5 % of the best
+WITHIN = 1.05  # a rule's goal: its epoch within 5 % of the best (the knee is the sweep's own, pick_knee)
 SCRIPTS = ("mnist_classify.py", "image_classify.py")
 
 
 def worker_list(text: str) -> list[int]:
-    """"2,4,8" -> [2, 4, 8]; anything else is argparse's one-line error."""
+    """"2,4,8" -> [2, 4, 8], read as `profiling sweep` and the job tools read it; else argparse's
+    one-line error."""
     try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected worker counts like 2,4,8, got {text!r}") from None
-    if not values or values[0] < 0:
-        raise argparse.ArgumentTypeError(f"expected worker counts >= 0, got {text!r}")
-    return values
+        return sorted(set(parse_workers(text)))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -113,7 +113,7 @@ class Workload:
             self.args.no_test = True
             loader, _, classes = image_classify.make_loaders(self.args, self.device)
             self.model = image_classify.resnet18(classes).to(self.device)
-            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.args.lr, momentum=0.9, weight_decay=5e-5)
+            self.optimizer = image_classify.make_optimizer(self.args, self.model)
         else:
             self.datasets = load_datasets(self.args)
             self.model = lesson1.Net().to(self.device)
@@ -172,8 +172,8 @@ def summarise(epochs: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
     per_pass = counted.pivot_table(index="pass", columns="workers", values="seconds")
     table["paired_ratio"] = per_pass.div(per_pass[best], axis=0).median()
     table["ratio"] = table["median"] / table.loc[best, "median"]
-    knee = int(table.index[table["ratio"] <= WITHIN].min())
-    return table, best, knee
+    knee = pick_knee(pd.DataFrame({"workers": table.index, "images_per_sec": 1 / table["median"].to_numpy()}))
+    return table, best, int(knee)
 
 
 def render(args: argparse.Namespace, table: pd.DataFrame, best: int, knee: int, gpus: int,
