@@ -208,8 +208,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     command = script_args(args, name)
     step(f"{name}: 1. profile at --num-workers 1 (and time the loader alone at exit)",
-         [sys.executable, "-m", "profiling", "run", "--output-dir", str(out / "profile"), "--curve-seconds",
-          str(args.curve_seconds), "--", *command, "--num-workers", "1"], out / "profile.log")
+         [sys.executable, "-m", "profiling", "run", "--alone", "--output-dir", str(out / "profile"),
+          "--curve-seconds", str(args.curve_seconds), "--", *command, "--num-workers", "1"], out / "profile.log")
     stem = Path(command[0]).stem
     lprof = out / "profile" / f"{stem}.lprof"
     report = build_report(lprof)

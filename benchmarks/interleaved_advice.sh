@@ -18,7 +18,7 @@ shift 4
 python=${PYTHON:-python3}
 stem=$(basename "$1" .py)
 mkdir -p "$out"
-"$python" -m profiling run --output-dir "$out/profile" -- "$@" --epochs 1 --num-workers 1 > "$out/profile.log" 2>&1
+"$python" -m profiling run --alone --output-dir "$out/profile" -- "$@" --epochs 1 --num-workers 1 > "$out/profile.log" 2>&1
 "$python" -m profiling run --paced --output-dir "$out/paced" -- "$@" --epochs 2 --num-workers 1 > "$out/paced.log" 2>&1
 grep -h -m1 "num_workers = " "$out/profile.log" "$out/paced.log" || true  # the two advices
 "$python" benchmarks/interleaved_sweep.py --out "$out/sweep" --workers "$workers" --passes "$passes" \

@@ -13,7 +13,7 @@ The model (docs/profiling-model.md explains it at length):
   k = num_workers of the profiled run
 With a measured loader curve (batches/s against workers, `profiling.loader_curve`), num_workers is
 the fewest workers whose throughput covers CURVE_MARGIN / C (`profiling.curve.choose_workers`).
-A paced curve (each batch held H ms, `run --paced` or `loader --hold-ms`) needs no margin: the fewest
+A paced curve (each batch held H ms: `run`'s default, or `loader --hold-ms`) needs no margin: the fewest
 workers that keep the held loop fed (FED_SHARE / H), then PACED_SLACK more; H far from C is warned of.
 Without one (a bare .lprof) it is an estimate: one worker builds a batch in P = W (k = 0) or
 P = k (W + C) (k >= 1, loop starved); the average need is ceil(P / C) and the estimate is
@@ -194,8 +194,8 @@ RULES: tuple[Rule, ...] = (
          "worker(s), the fewest workers that reach {margin} times the loop's rate ({target_rate:.0f} batches/s). "
          "(With none, the main process would build each batch in turn with the step, not beside it.) "
          "The margin stands in for what handing batches to a busy loop costs; to measure that instead, profile "
-         "with `python -m profiling run --paced -- SCRIPT ARGS` (the loader timed with each batch held for the "
-         "loop's own step), or `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`."),
+         "with `python -m profiling run -- SCRIPT ARGS` without `--alone` (paced: the loader timed with each batch "
+         "held for the loop's own step), or `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`."),
     Rule("workers_from_paced_curve", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1
          and n.curve_hold_ms > 0,
@@ -240,7 +240,7 @@ RULES: tuple[Rule, ...] = (
          "The paced loader curve held each batch {curve_hold_ms:g} ms, but this profile's loop computed for "
          "{compute_ms:.2f} ms per batch: the curve answers for a loop of another pace. "
          "Measure it again with `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`, or "
-         "profile with `python -m profiling run --paced`, which holds for the loop's own step."),
+         "profile with `python -m profiling run` (paced unless `--alone`), which holds for the loop's own step."),
     Rule("no_room_for_spare", "advice", lambda n: n.loader_bound and n.spare_dropped,
          "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
          "num_workers is {num_workers}: at least the average need, with less room for slow batches."),

@@ -95,10 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--curve-seconds", type=float, default=2.0,
                      help="after the run, time the script's DataLoader alone for this many seconds per "
                           "num_workers setting (the loader curve the advice is measured from); 0 = skip")
-    run.add_argument("--paced", action="store_true",
-                     help="time the DataLoader with each batch held for the loop's own compute per batch, as "
-                          "timed in this run (a paced curve: the hand-over to a busy loop is measured, not "
-                          "covered by a margin; the advice is then the fewest workers that keep it fed, + 2)")
+    pacing = run.add_mutually_exclusive_group()
+    pacing.add_argument("--paced", dest="paced", action="store_true", default=None,
+                        help="(the default) time the DataLoader with each batch held for the loop's own compute "
+                             "per batch, as timed in this run (a paced curve: the hand-over to a busy loop is "
+                             "measured, not covered by a margin; the advice is the fewest workers that keep it "
+                             "fed, + 2)")
+    pacing.add_argument("--alone", dest="paced", action="store_false",
+                        help="time the DataLoader alone instead, each batch taken at once, and advise the fewest "
+                             "workers that deliver twice the loop's rate (the margin rule; docs/profiling-model.md "
+                             "compares the two)")
     run.add_argument("--module", action="append", default=[], metavar="NAME",
                      help="also profile this module of your own (import name or path), for a training loop "
                           "that lives outside the script; repeat for more")

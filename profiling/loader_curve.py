@@ -10,8 +10,9 @@ compute before the next is asked for: the paced curve, with the hand-over in the
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
   * `profiling run` sets DLPROF_CURVE: the loader is measured when the profiled script exits
-    (after kernprof has its numbers, so the measurement never shows in the profile); `run --paced`
-    holds each batch for the loop's own compute per batch, which the capture hook timed in the run;
+    (after kernprof has its numbers, so the measurement never shows in the profile); by default
+    (`--paced`) it holds each batch for the loop's own compute per batch, which the capture hook
+    timed in the run, and `run --alone` takes each batch at once;
   * `profiling loader -- SCRIPT ARGS` (this module's `main`) runs the script only until its first
     loader has given a few batches, then measures it: the curve without training.
 """

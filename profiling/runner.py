@@ -216,7 +216,7 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.report import build_report, write_report
 
     script, modules = args.command[0], getattr(args, "module", None) or ()
-    if getattr(args, "paced", False) and getattr(args, "curve_seconds", 2.0) <= 0:
+    if getattr(args, "paced", None) is True and getattr(args, "curve_seconds", 2.0) <= 0:
         raise ProfileError("--paced holds the loader curve for the loop's step, and --curve-seconds 0 skips the curve")
     problem = script_problem(script)
     if problem:
@@ -231,7 +231,7 @@ def run_command(args: argparse.Namespace) -> int:
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
-                                       getattr(args, "paced", False))
+                                       getattr(args, "paced", None) is not False)  # paced unless --alone
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)

@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from interleaved_sweep import rotated, summarise  # noqa: E402
+from profiling.curve import read_curve  # noqa: E402
 from profiling.report import build_report  # noqa: E402
 
 ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO),
@@ -54,6 +55,9 @@ def test_the_advice_of_a_real_profile_is_swept_and_judged(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     advised = {name: build_report(tmp_path / "ia" / folder / "mnist_classify.lprof").advice.num_workers
                for name, folder in (("margin 2", "profile"), ("paced", "paced"))}
+    # `run --alone` timed the loader alone (the margin rule); `run --paced` held it for the loop's step
+    assert read_curve(tmp_path / "ia" / "profile" / "mnist_classify.curve.json").hold_ms == 0
+    assert read_curve(tmp_path / "ia" / "paced" / "mnist_classify.curve.json").hold_ms > 0
     epochs = pd.read_csv(tmp_path / "ia" / "sweep" / "epochs.csv")
     settings = sorted({0, 1} | set(advised.values()))
     assert sorted(set(epochs["workers"])) == settings

@@ -205,14 +205,14 @@ def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
     assert read_curve(write_outputs(held, tmp_path / "held.curve.json")[0]) == held
 
 
-def test_run_paced_holds_the_curve_for_the_loops_own_step_in_one_command(tmp_path):
-    """`run --paced`: kernprof profiles the loop, the capture hook times its step (20 ms of sleep per
-    batch, tests/data/own_scripts/held_steps.py), and the curve at exit holds each batch that long.
-    The hold and the profile's compute per batch come from one run, so the report finds them
-    in agreement and reads the curve as paced."""
+def test_run_paces_the_curve_by_the_loops_own_step_by_default(tmp_path):
+    """`run` (paced unless `--alone`): kernprof profiles the loop, the capture hook times its step (20 ms
+    of sleep per batch, tests/data/own_scripts/held_steps.py), and the curve at exit holds each batch
+    that long. The hold and the profile's compute per batch come from one run, so the report finds
+    them in agreement and reads the curve as paced."""
     script = REPO / "tests" / "data" / "own_scripts" / "held_steps.py"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--paced", "--curve-seconds", "0.3",
+    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--curve-seconds", "0.3",
                            "--formats", "json", "--output-dir", str(tmp_path), "--", str(script)],
                           env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -237,6 +237,15 @@ def test_paced_without_a_curve_is_refused_before_anything_runs(capsys, tmp_path)
     captured = capsys.readouterr()
     assert "--curve-seconds 0 skips the curve" in captured.err and len(captured.err.strip().splitlines()) == 1
     assert "trained" not in captured.out and not (tmp_path / "out").exists()
+
+
+def test_paced_and_alone_together_are_refused_in_one_line(capsys):
+    from profiling.cli import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["run", "--paced", "--alone", "--", "train.py"])
+    assert refused.value.code == 2
+    assert "not allowed with argument --paced" in capsys.readouterr().err
 
 
 def test_a_negative_hold_is_refused_in_one_line(capsys):
@@ -334,7 +343,7 @@ def test_a_paced_curve_held_for_another_step_is_flagged_and_compared_with_its_ow
     advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=40.0))
     assert {"hold_mismatch", "never_feeds_held_loop"} <= set(advice.fired_rules)
     warning = " ".join(advice.warnings)
-    assert "held each batch 40 ms" in warning and "--hold-ms 5.00" in warning and "run --paced" in warning
+    assert "held each batch 40 ms" in warning and "--hold-ms 5.00" in warning and "python -m profiling run`" in warning
     assert "below the 24 batches/s" in " ".join(advice.reasons)
     close = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=6.0))
     assert "hold_mismatch" not in close.fired_rules  # within HOLD_TOLERANCE of the profile's step

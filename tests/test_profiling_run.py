@@ -20,7 +20,7 @@ import pytest
 TINY = ["--synthetic", "--train-samples", "256", "--test-samples", "128", "--epochs", "1"]
 REPORT_FILES = (".lprof", ".meta.json", ".samples.csv", ".report.txt", ".report.md", ".report.html",
                 ".report.json", ".lines.csv", ".lines.png", ".phases.png", ".utilisation.png",
-                ".curve.json", ".curve.png", ".loader-curve.png")  # the loader timed alone at exit (issue 17)
+                ".curve.json", ".curve.png", ".loader-curve.png")  # the loader curve at exit (issue 17)
 
 
 def prof_cli(python: str, repo: Path, *args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
