@@ -93,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-workers", type=_non_negative_int, default=None,
                      help="the script's DataLoader workers, if it cannot be read from its arguments")
     run.add_argument("--curve-seconds", type=float, default=2.0,
-                     help="after the run, time the script's DataLoader alone for this many seconds per "
-                          "num_workers setting (the loader curve the advice is measured from); 0 = skip")
+                     help="after the run, time the script's DataLoader for this many seconds per num_workers "
+                          "setting (the loader curve the advice is measured from); 0 = skip")
     pacing = run.add_mutually_exclusive_group()
     pacing.add_argument("--paced", dest="paced", action="store_true", default=None,
                         help="(the default) time the DataLoader with each batch held for the loop's own compute "
