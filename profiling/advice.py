@@ -180,7 +180,8 @@ RULES: tuple[Rule, ...] = (
     Rule("estimate", "advice", lambda n: n.basis == "estimate",
          "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the "
          "average need) and {estimate_high}. Measure the loader for a firm number (a few seconds per "
-         "setting, no GPU needed): {curve_command}"),
+         "setting, no GPU needed): {curve_command}; or profile with `python -m profiling run -- SCRIPT ARGS`, "
+         "whose curve is held for the loop's own step (the better rule on the stored GPU runs)."),
     Rule("curve_too_short", "advice", lambda n: n.curve_short,
          "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does "
          "not reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that "
