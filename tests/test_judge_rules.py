@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -30,7 +32,16 @@ def test_the_stored_runs_give_the_tallies_the_docs_cite():
     assert done.stdout.count("| interleaved-sweep/") == 16
 
 
-def test_a_missing_runs_file_is_one_line_and_exit_2(tmp_path):
-    done = judge("--runs", str(tmp_path / "none.json"))
+@pytest.mark.parametrize("text, message", [
+    (None, "No such file"),
+    ("{not json", "Expecting property name"),
+    ('[{"id": "x", "compute_ms": 3.0}]', "run 0 is not a stored run"),
+    ('{"id": "x"}', "run 0 is not a stored run"),
+])
+def test_bad_runs_files_are_one_line_and_exit_2(tmp_path, text, message):
+    path = tmp_path / "runs.json"
+    if text is not None:
+        path.write_text(text)
+    done = judge("--runs", str(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "none.json" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr
