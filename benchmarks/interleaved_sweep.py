@@ -44,9 +44,9 @@ sys.path.insert(0, str(REPO))
 from jobs.gather import parse_workers  # noqa: E402
 from mnist_classify import positive_int  # noqa: E402
 from profiling.cpu_rule import cpus_for_workers, first_cpus  # noqa: E402
-from profiling.sweep import pick_knee  # noqa: E402
+from profiling.sweep import KNEE_TOLERANCE, knee_of_times  # noqa: E402
 
-WITHIN = 1.05  # a rule's goal: its epoch within 5 % of the best (the knee is the sweep's own, pick_knee)
+WITHIN = 1 + KNEE_TOLERANCE  # a rule's goal: its epoch within 5 % of the best (the knee: knee_of_times)
 SCRIPTS = ("mnist_classify.py", "image_classify.py")
 
 
@@ -172,7 +172,7 @@ def summarise(epochs: pd.DataFrame) -> tuple[pd.DataFrame, int, int]:
     per_pass = counted.pivot_table(index="pass", columns="workers", values="seconds")
     table["paired_ratio"] = per_pass.div(per_pass[best], axis=0).median()
     table["ratio"] = table["median"] / table.loc[best, "median"]
-    knee = pick_knee(pd.DataFrame({"workers": table.index, "images_per_sec": 1 / table["median"].to_numpy()}))
+    knee = knee_of_times({int(k): float(s) for k, s in table["median"].items()})
     return table, best, int(knee)
 
 

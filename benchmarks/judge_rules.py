@@ -18,10 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import pandas as pd  # noqa: E402
 from profiling.curve import choose_workers  # noqa: E402
 from profiling.records import CurvePoint, LoaderCurve  # noqa: E402
-from profiling.sweep import KNEE_TOLERANCE, pick_knee  # noqa: E402
+from profiling.sweep import KNEE_TOLERANCE, knee_of_times  # noqa: E402
 
 RUNS = Path("docs/results/advice-rules/stored-runs.json")
 WORKER_CAP = 14  # 16 CPUs, 2 kept for the main process: every stored run had 16
@@ -46,8 +45,7 @@ def paced_rule(run: dict) -> int | None:
 
 def knee_of(epoch_s: dict[str, float]) -> int:
     """The sweep's knee as every kit sweep picks it (`profiling.sweep.pick_knee`, on 1 / epoch time)."""
-    knee = pick_knee(pd.DataFrame({"workers": [int(w) for w in epoch_s],
-                                   "images_per_sec": [1 / s for s in epoch_s.values()]}))
+    knee = knee_of_times({int(w): s for w, s in epoch_s.items()})
     assert knee is not None
     return knee
 
