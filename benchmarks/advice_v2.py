@@ -78,7 +78,7 @@ def what_if(curve, compute_s: float, worker_cap: int, ok: pd.DataFrame, best: fl
 
 
 def rule_choices(margin_k: int | None, fed: int | None, paced_k: int | None) -> dict[str, int | None]:
-    """The k each rule gives: margin 2 on the curve timed alone (the default); on the paced curve,
+    """The k each rule gives: margin 2 on the curve timed alone (`run --alone`); on the paced curve,
     the fewest workers that keep the held loop fed, and the paced rule (those + PACED_SLACK, what
     `run --paced` advises); and the paced rule capped by the plain curve's k."""
     return {"margin 2": margin_k, "paced: fewest fed": fed, f"paced: fed + {PACED_SLACK}": paced_k,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The advice judged on an interleaved sweep (benchmarks/interleaved_sweep.py): profile the script at
-# num_workers=1 with `profiling run` (the default advice, margin 2 on the loader curve) and with
-# `profiling run --paced` (two epochs), then sweep num_workers in one process, each advised k among
+# num_workers=1 with `profiling run --alone` (margin 2 on the loader curve timed alone) and with
+# `profiling run --paced` (two epochs; run's default advice), then sweep num_workers in one process, each advised k among
 # the settings. From the repository root, on a GPU node:
 #
 #   bash benchmarks/interleaved_advice.sh OUT 2,4,6,8,12,14 6 -- mnist_classify.py --synthetic

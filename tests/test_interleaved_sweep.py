@@ -45,7 +45,7 @@ def test_the_summary_drops_the_warm_up_pass_and_pairs_settings_within_a_pass():
 
 
 def test_the_advice_of_a_real_profile_is_swept_and_judged(tmp_path):
-    """interleaved_advice.sh: `profiling run` and `run --paced` at num_workers=1, then the sweep with
+    """interleaved_advice.sh: `profiling run --alone` and `run --paced` at num_workers=1, then the sweep with
     both advised k among the settings: two passes of every setting, and verdicts on the swept epochs."""
     data = ["--synthetic", "--train-samples", "384", "--test-samples", "64", "--data-dir", str(tmp_path / "data"),
             "--device", "cpu"]
