@@ -1,11 +1,13 @@
-"""Reading a training script's command-line arguments without importing the script.
+"""Reading a training script's command line without importing the script.
 
-One home for the small scans that `run`, the sweep, the job facts and the job launcher each need:
+One home for the small checks and scans that `run`, the sweep, the job facts and the job launcher each need:
 the value of a flag, whether a flag is there, an on/off switch, and the arguments with a flag taken out.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 
 def flag_value(args: list[str], flag: str) -> str | None:
@@ -44,3 +46,35 @@ def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
         elif not any(arg.startswith(f + "=") for f in flags):
             out.append(arg)
     return out
+
+
+def script_problem(script: str) -> str | None:
+    """Why SCRIPT cannot be profiled, found without running it (None when it compiles).
+
+    Checked before anything is started or written: otherwise a typo in the path costs a kernprof
+    start-up, leaves a `.meta.json` behind and ends in "was the @profile function called?"."""
+    path = Path(script)
+    if not path.exists():
+        return f"no such script: {script}"
+    if path.is_dir():
+        return f"{script} is a folder, not a Python script"
+    try:
+        source = path.read_bytes()
+    except OSError as err:
+        return f"cannot read {script}: {err.strerror or err}"
+    try:
+        compile(source, script, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        return f"{script} is not valid Python (line {err.lineno}: {err.msg})"
+    except ValueError as err:  # null bytes: a binary file
+        return f"{script} is not a Python source file ({err})"
+    return None
+
+
+def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
+    """The Slurm job id inside a job (the lessons' convention), else the script's name."""
+    environ = os.environ if environ is None else environ
+    job = environ.get("SLURM_JOB_ID", "").strip()  # unique per array task too
+    if job:
+        return job
+    return Path(script).stem or "profile"

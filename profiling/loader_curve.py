@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from profiling import capture
+from profiling.argv import output_stem, script_problem
 from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
 from profiling.curve import write_curve
 from profiling.records import CurvePoint, LoaderCurve, curve_timing
@@ -306,7 +307,6 @@ def loader_command(args: Any) -> int:
 
     from profiling.curve import read_curve
     from profiling.records import ProfileError
-    from profiling.runner import output_stem, script_problem
 
     problem = script_problem(args.command[0])
     if problem:

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from profiling import capture
-from profiling.argv import flag_value
+from profiling.argv import flag_value, output_stem, script_problem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
 from profiling.precheck import unreachable_loop
@@ -35,38 +35,6 @@ from profiling.script_reader import declared_default
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
               "SLURM_JOB_PARTITION", "SLURM_JOB_NODELIST", "SLURM_CPUS_PER_TASK", "SLURM_GPUS_ON_NODE",
               "SLURM_JOB_GPUS", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_CLUSTER_NAME")
-
-
-def script_problem(script: str) -> str | None:
-    """Why SCRIPT cannot be profiled, found without running it (None when it compiles).
-
-    Checked before anything is started or written: otherwise a typo in the path costs a kernprof
-    start-up, leaves a `.meta.json` behind and ends in "was the @profile function called?"."""
-    path = Path(script)
-    if not path.exists():
-        return f"no such script: {script}"
-    if path.is_dir():
-        return f"{script} is a folder, not a Python script"
-    try:
-        source = path.read_bytes()
-    except OSError as err:
-        return f"cannot read {script}: {err.strerror or err}"
-    try:
-        compile(source, script, "exec", dont_inherit=True)
-    except SyntaxError as err:
-        return f"{script} is not valid Python (line {err.lineno}: {err.msg})"
-    except ValueError as err:  # null bytes: a binary file
-        return f"{script} is not a Python source file ({err})"
-    return None
-
-
-def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
-    """The Slurm job id inside a job (the lessons' convention), else the script's name."""
-    environ = os.environ if environ is None else environ
-    job = environ.get("SLURM_JOB_ID", "").strip()  # unique per array task too
-    if job:
-        return job
-    return Path(script).stem or "profile"
 
 
 def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) -> tuple[int | None, str]:

@@ -35,7 +35,7 @@ from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
-from profiling.runner import script_problem
+from profiling.argv import script_problem
 from profiling.slurm import JobShape, submit_command, wait_until_done
 
 DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
