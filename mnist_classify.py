@@ -2,9 +2,9 @@
 
 This is the classic pytorch/examples MNIST script (same Net, Adadelta, StepLR and defaults),
 plus the switches that the later lessons turn: DataLoader workers, speed flags, a GPU-resident
-data path (gpu_resident.py), a large-batch learning-rate recipe (recipes.py), CUDA graphs
-(graphed_step.py), an offline synthetic digit set (mnist_data.py), a metrics file and TensorBoard
-curves. The run context it prints first comes from run_context.py.  Run `python mnist_classify.py -h`.
+data path (digits/gpu_resident.py), a large-batch learning-rate recipe (digits/recipes.py), CUDA
+graphs (digits/graphed_step.py), an offline synthetic digit set (digits/data.py), a metrics file and
+TensorBoard curves. The run context it prints first comes from digits/run_context.py. See `-h`.
 """
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-import recipes
-import synthetic_digits
-import tensorboard_log
-from gpu_resident import ResidentLoader
-from graphed_step import GraphedStep
-from mnist_data import SetupError, load_datasets, shuffled
+from digits import recipes
+from digits import synthetic
+from digits import tensorboard_log
+from digits.gpu_resident import ResidentLoader
+from digits.graphed_step import GraphedStep
+from digits.data import SetupError, load_datasets, shuffled
 from profiling.cpu_rule import workers_for_cpus
-from run_context import print_context, run_context, usable_cpus
+from digits.run_context import print_context, run_context, usable_cpus
 
 try:  # line_profiler's `profile` is a no-op unless the script runs under `kernprof -l` (or LINE_PROFILE=1)
     from line_profiler import profile
@@ -340,7 +340,7 @@ def settings(args: argparse.Namespace, device: torch.device, ctx: dict, train_ds
 def write_json(path: Path, payload: dict) -> None:
     """Write through a temporary file so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    synthetic_digits.write_atomic(path, (json.dumps(payload, indent=2) + "\n").encode())
+    synthetic.write_atomic(path, (json.dumps(payload, indent=2) + "\n").encode())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,9 +22,9 @@ explained 14-61 % of that, the rest changed from epoch to epoch. The noise is no
     python benchmarks/interleaved_sweep.py --out /tmp/isw --workers 2,4,6,8,12 --passes 6 \\
         --advice "margin 2=/tmp/p/mnist_classify.lprof" -- mnist_classify.py --synthetic
     python benchmarks/interleaved_sweep.py --out /tmp/isw-sf --workers 4,8,12 -- \\
-        image_classify.py --data data/small-files-8000/train --no-test
+        small_files/train.py --data data/small-files-8000/train --no-test
 
-Only the kit's own two scripts (mnist_classify.py, image_classify.py) can be swept this way: the sweep
+Only the kit's own two scripts (mnist_classify.py, small_files/train.py) can be swept this way: the sweep
 builds their loaders itself. Any other script is swept by `python -m profiling sweep`.
 """
 from __future__ import annotations
@@ -38,16 +38,19 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from jobs.gather import parse_workers  # noqa: E402
-from mnist_classify import positive_int  # noqa: E402
-from profiling.cpu_rule import cpus_for_workers, first_cpus  # noqa: E402
-from profiling.sweep import KNEE_TOLERANCE, knee_of_times  # noqa: E402
+from jobs.gather import parse_workers
+from mnist_classify import positive_int
+from profiling.cpu_rule import cpus_for_workers, first_cpus
+from profiling.sweep import KNEE_TOLERANCE, knee_of_times
 
 WITHIN = 1 + KNEE_TOLERANCE  # a rule's goal: its epoch within 5 % of the best (the knee: knee_of_times)
-SCRIPTS = ("mnist_classify.py", "image_classify.py")
+SCRIPTS = ("mnist_classify.py", "small_files/train.py")
+
+
+def is_kit_script(path: str) -> bool:
+    """mnist_classify.py or small_files/train.py, wherever the checkout is."""
+    parts = Path(path).parts
+    return any(tuple(Path(script).parts) == parts[-len(Path(script).parts):] for script in SCRIPTS)
 
 
 def worker_list(text: str) -> list[int]:
@@ -67,10 +70,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="epochs per setting, settings taking turns; the first pass is warm-up (default 5)")
     p.add_argument("--advice", action="append", default=[], metavar="NAME=LPROF",
                    help="judge the num_workers that this profile's report advises (may be repeated)")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- mnist_classify.py|image_classify.py [ARGS...]")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- mnist_classify.py|small_files/train.py [ARGS...]")
     args = p.parse_args(argv)
     args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not args.command or Path(args.command[0]).name not in SCRIPTS:
+    if not args.command or not is_kit_script(args.command[0]):
         p.error(f"give one of {', '.join(SCRIPTS)} and its arguments after --")
     if args.passes < 2:
         p.error("--passes: at least 2 (the first is warm-up)")
@@ -98,22 +101,22 @@ class Workload:
     def __init__(self, command: list[str]) -> None:
         import torch
 
-        import image_classify
         import mnist_classify as lesson1
-        import recipes
-        from mnist_data import load_datasets
+        from digits import recipes
+        from digits.data import load_datasets
+        from small_files import train as image_train
 
-        self.image = Path(command[0]).name == "image_classify.py"
-        parser = image_classify.build_parser() if self.image else lesson1.build_parser()
+        self.image = Path(command[0]).as_posix().endswith(SCRIPTS[1])
+        parser = image_train.build_parser() if self.image else lesson1.build_parser()
         self.args = parser.parse_args(command[1:])
         self.args.log_interval = 10 ** 9  # no per-10-step loss.item() sync: the same for every setting
         self.device = lesson1.resolve_device(self.args.device)
         torch.manual_seed(self.args.seed)
         if self.image:
             self.args.no_test = True
-            loader, _, classes = image_classify.make_loaders(self.args, self.device)
-            self.model = image_classify.resnet18(classes).to(self.device)
-            self.optimizer = image_classify.make_optimizer(self.args, self.model)
+            loader, _, classes = image_train.make_loaders(self.args, self.device)
+            self.model = image_train.resnet18(classes).to(self.device)
+            self.optimizer = image_train.make_optimizer(self.args, self.model)
         else:
             self.datasets = load_datasets(self.args)
             self.model = lesson1.Net().to(self.device)
@@ -122,12 +125,12 @@ class Workload:
         self.machine = set(os.sched_getaffinity(0))  # before any hold: what each setting takes its first CPUs of
 
     def loader(self, workers: int):
-        import image_classify
         import mnist_classify as lesson1
+        from small_files import train as image_train
 
         self.args.num_workers = workers
         if self.image:
-            return image_classify.make_loaders(self.args, self.device)[0]
+            return image_train.make_loaders(self.args, self.device)[0]
         return lesson1.make_loaders(self.args, *self.datasets, self.device)[0]
 
     def epoch(self, workers: int, number: int) -> dict:
@@ -204,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
 
-    from mnist_data import SetupError
+    from digits.data import SetupError
 
     try:
         work = Workload(args.command)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-import synthetic_digits
+from digits import synthetic
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     began = time.perf_counter()
     raw = args.data_dir / "synthetic" / "MNIST" / "raw"
-    made = synthetic_digits.ensure(raw, args.train_samples, args.test_samples, seed=0)
+    made = synthetic.ensure(raw, args.train_samples, args.test_samples, seed=0)
     print(f"data: {raw} ({'generated' if made else 'reused'} in {time.perf_counter() - began:.1f} s)", flush=True)
 
     rows = []

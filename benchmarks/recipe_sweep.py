@@ -1,7 +1,7 @@
 """Which large-batch recipe keeps lesson 1's accuracy on real digits? A sweep, to choose by measurement.
 
 Every candidate trains on the real split (first 8,000 of MNIST's t10k digits, tested on the last
-2,000; see real_digits.py) for the same epochs, on the GPU-resident bf16 path, with several seeds.
+2,000; see digits/real.py) for the same epochs, on the GPU-resident bf16 path, with several seeds.
 Runs share one process (each calls mnist_classify.main) because only accuracy is compared here;
 timings come from benchmarks/time_to_accuracy.py, which gives every run its own process.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 import mnist_classify  # noqa: E402
-import real_digits  # noqa: E402
+from digits import real as t10k  # noqa: E402
 from benchmarks.mnist_epoch import markdown  # noqa: E402
 
 FAST = ["--gpu-resident", "--amp"]
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=Path("runs/recipe-sweep"))
     p.add_argument("--device", default="cuda")
-    p.add_argument("--train", type=int, default=real_digits.TRAIN)
-    p.add_argument("--test", type=int, default=real_digits.TEST)
+    p.add_argument("--train", type=int, default=t10k.TRAIN)
+    p.add_argument("--test", type=int, default=t10k.TEST)
     p.add_argument("--epochs", type=int, default=14)
     p.add_argument("--seeds", default="1,2,3", help="comma list of --seed values")
     p.add_argument("--quick", action="store_true", help="a few candidates only (a CPU check)")
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "real"
-        real_digits.write_split(data, train=args.train, test=args.test)
+        t10k.write_split(data, train=args.train, test=args.test)
         for label, flags in runs:
             for seed in seeds:
                 metrics = Path(tmp) / "m.json"

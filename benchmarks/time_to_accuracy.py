@@ -2,7 +2,7 @@
 
 For each setting (lesson 1 as shipped, then the fast path one switch at a time):
 - trains on the real split (the first 8,000 of MNIST's t10k digits, tested on the last 2,000;
-  see real_digits.py) for --epochs, once per seed, testing after every epoch. From those runs:
+  see digits/real.py) for --epochs, once per seed, testing after every epoch. From those runs:
   the final test accuracy, and the training time (test passes excluded) until the test accuracy
   first reaches --target;
 - trains --speed-epochs epochs on 60,000 generated digits, the full MNIST size (no 60,000 real
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-import real_digits  # noqa: E402
-import synthetic_digits  # noqa: E402
+from digits import real as t10k  # noqa: E402
+from digits import synthetic  # noqa: E402
 from benchmarks.mnist_epoch import markdown, run_one  # noqa: E402
 
 # The recipe chosen with benchmarks/recipe_sweep.py (docs/results/h100-recipe-sweep.md).
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out-dir", type=Path, default=Path("runs/time-to-accuracy"))
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu", "auto", "mps"])
-    p.add_argument("--train", type=int, default=real_digits.TRAIN, help="real training digits (the first N)")
-    p.add_argument("--test", type=int, default=real_digits.TEST, help="real test digits (the last N)")
+    p.add_argument("--train", type=int, default=t10k.TRAIN, help="real training digits (the first N)")
+    p.add_argument("--test", type=int, default=t10k.TEST, help="real test digits (the last N)")
     p.add_argument("--epochs", type=int, default=14, help="epochs of each real-digit run")
     p.add_argument("--seeds", type=lambda t: [int(x) for x in t.split(",")], default=[1, 2, 3])
     p.add_argument("--target", type=float, default=98.0, help="test accuracy (%%) for time-to-accuracy")
@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         real = tmp / "real"
-        real_digits.write_split(real, train=args.train, test=args.test)
-        synthetic_digits.ensure(tmp / "synthetic" / "MNIST" / "raw", args.speed_samples, 1000, seed=0)
+        t10k.write_split(real, train=args.train, test=args.test)
+        synthetic.ensure(tmp / "synthetic" / "MNIST" / "raw", args.speed_samples, 1000, seed=0)
         speed_args = argparse.Namespace(epochs=args.speed_epochs, device=args.device, data_dir=tmp,
                                         train_samples=args.speed_samples, test_samples=1000)
         for label, flags in chosen:

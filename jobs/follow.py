@@ -12,33 +12,16 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from jobs.launch import Launch, find_launches
+from jobs.launch import Launch, Started, find_launches
 from jobs.resources import Resources
 from jobs.script import JobScript
 from profiling.script_reader import Workers, read_script
 
 _WORKER_FLAGS = ("--num-workers", "--num_workers")
 KIT_ROOT = Path(__file__).resolve().parents[1]
-
-
-@dataclass(frozen=True)
-class Started:
-    """One Python launch of the job, as the rules see it."""
-
-    launch: Launch
-    tasks_per_node: int            # Slurm tasks on one node running this command (1 without srun)
-    procs_per_task: int | None     # processes each task starts (torchrun's --nproc-per-node), None unknown
-    cpus_per_task: int | None      # CPUs the processes of one task share
-    workers: Workers | None = None  # the DataLoader workers of each process, when known
-    unread: str | None = None       # why the script was not read (missing, not Python, ...)
-    path: Path | None = None        # the script file that was read
-
-    @property
-    def per_node(self) -> int | None:
-        return None if self.procs_per_task is None else self.tasks_per_node * self.procs_per_task
 
 
 def _int(value: str | None) -> int | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from jobs.script import JobScript
 
 if TYPE_CHECKING:
-    from jobs.follow import Started
+    from jobs.launch import Started
     from jobs.measured import Need
 
 # Slurm's accepted --time forms (see `man sbatch`), plus the unlimited keywords.

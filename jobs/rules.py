@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
-from jobs.follow import Started, follow, launches_only
+from jobs.follow import follow, launches_only
+from jobs.launch import Started
 from jobs.measured import Need, profile_need, sacct_need
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript

@@ -95,8 +95,6 @@ def learner_env(root: Path, python: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(root)
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("MNIST_DATA", None)
-    # The real digits sit beside this checkout (../shared), not beside the fresh copy.
-    env.setdefault("MNIST_T10K", str(REPO.parent / "shared" / "data" / "mnist-t10k"))
     return env
 
 

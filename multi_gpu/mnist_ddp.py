@@ -34,7 +34,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.optim.lr_scheduler import StepLR
 
 import mnist_classify as lesson1
-import tensorboard_log
+from digits import tensorboard_log
 from multi_gpu import dist_env
 from multi_gpu.resumable import (CheckpointHook, NoCheckpoints, RestoreRngOnIter, ResumeError, add_checkpoint_args,
                                  after_preemption, gather_objects, restore_rng_now, start_checkpointing, unwrap)

@@ -13,7 +13,8 @@ from pathlib import Path
 from torch.utils.data import DataLoader, Subset
 from torchvision import datasets
 
-from mnist_data import shuffled
+from digits.data import shuffled
+from small_files.transforms import train_transform  # the lesson's transform, so the work is the same
 from small_files.shards import is_shard_dir, shard_dataset
 
 
@@ -24,7 +25,6 @@ def _read_bytes(path: str) -> bytes:
 
 def _loader(source: Path, workers: int, samples: int | None, decode: bool, seed: int,
             image_size: int, batch_size: int) -> DataLoader:
-    from image_classify import train_transform  # the lesson's transform, so the work is the same
     transform = train_transform(image_size) if decode else None
     if is_shard_dir(source):
         return DataLoader(shard_dataset(source, transform), batch_size=batch_size, num_workers=workers, collate_fn=list)

@@ -18,7 +18,8 @@ from pathlib import Path
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset
 
-from mnist_data import shuffled
+from digits.data import shuffled
+from small_files.transforms import train_transform  # the lesson's transform, so the work is the same
 from small_files.shards import folder_samples, is_shard_dir, read_index
 
 Timed = tuple[object, int, float, float]  # (image, label, read seconds, decode seconds)
@@ -74,7 +75,6 @@ class TimedShards(IterableDataset):
 def split(source: Path, workers: int, samples: int | None = None, image_size: int = 128,
           batch_size: int = 64, seed: int = 1) -> dict:
     """One loader pass; per batch, the workers' read and decode seconds (summed over its samples)."""
-    from image_classify import train_transform  # the lesson's transform, so the work is the same
     transform = train_transform(image_size)
     if is_shard_dir(source):
         ds: Dataset = TimedShards(source, transform)

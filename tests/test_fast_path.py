@@ -1,24 +1,19 @@
 """Lesson 4's fast path on the CPU: real digits, the large-batch schedule, and TensorBoard curves.
 
-The real-digit test reads MNIST's t10k files from ../shared/data/mnist-t10k (or $MNIST_T10K);
-CI has them, so there a missing folder fails the test, elsewhere it skips with the reason.
+The real-digit tests read MNIST's t10k files shipped in digits/mnist-t10k/: they never skip.
 """
 from __future__ import annotations
 
 import contextlib
 import io
 import math
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
-import gpu_resident
 import mnist_classify as mc
-import real_digits
-import recipes
-import tensorboard_log
+from digits import gpu_resident, real, recipes, tensorboard_log
 
 TINY = ["--synthetic", "--train-samples", "256", "--test-samples", "200", "--log-interval", "1000",
         "--device", "cpu", "--num-workers", "0"]
@@ -34,14 +29,8 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def real_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    src = real_digits.source_dir()
-    if not (src / real_digits.IMAGES).exists():
-        reason = f"real MNIST digits not found in {src} (set ${real_digits.ENV_VAR})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + ": CI must have ../shared beside the checkout")
-        pytest.skip(reason)
     out = tmp_path_factory.mktemp("real")
-    real_digits.write_split(out)
+    real.write_split(out)
     return out
 
 
@@ -62,12 +51,12 @@ def test_split_is_the_first_8000_and_the_last_2000(real_split: Path) -> None:
     assert set(train.targets.tolist()) == set(range(10)) == set(test.targets.tolist())
     raw = real_split / "MNIST" / "raw" / "train-images-idx3-ubyte"
     stamp = raw.stat().st_mtime_ns
-    real_digits.write_split(real_split)                         # same split again: nothing rewritten
+    real.write_split(real_split)                         # same split again: nothing rewritten
     assert raw.stat().st_mtime_ns == stamp
 
 
 def test_split_refuses_a_missing_source_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert real_digits.main(["--out", str(tmp_path / "out"), "--source", str(tmp_path)]) == 2
+    assert real.main(["--out", str(tmp_path / "out"), "--source", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "t10k-images-idx3-ubyte.gz not found" in err
     assert not (tmp_path / "out").exists()

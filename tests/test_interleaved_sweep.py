@@ -76,8 +76,8 @@ def test_the_advice_of_a_real_profile_is_swept_and_judged(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--advice", "m=/no/such.lprof", "--", "mnist_classify.py"], "expected NAME=PATH to a .lprof file"),
     (["--passes", "1", "--", "mnist_classify.py"], "--passes: at least 2"),
-    (["--", "train.py"], "give one of mnist_classify.py, image_classify.py"),
-    (["--", "image_classify.py", "--data", "/no/such/folder"], "--data /no/such/folder: no such folder"),
+    (["--", "train.py"], "give one of mnist_classify.py, small_files/train.py"),
+    (["--", "small_files/train.py", "--data", "/no/such/folder"], "--data /no/such/folder: no such folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, message):
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "interleaved_sweep.py"), "--out",

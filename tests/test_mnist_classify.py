@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import mnist_classify as mc
-import synthetic_digits as sd
+from digits import synthetic as sd
 
 SMALL = ["--synthetic", "--epochs", "1", "--train-samples", "1920", "--test-samples", "1000",
          "--log-interval", "10"]

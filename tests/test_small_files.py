@@ -81,7 +81,7 @@ def test_training_from_shards_and_from_the_folder_sees_the_same_first_batch(fold
     assert small_files_main(["shard", str(folder / "train"), str(shard_dir), "--per-shard", "16", "--seed", "7"]) == 0
     labels = {}
     for name, data in (("folder", folder / "train"), ("shards", shard_dir)):
-        out = subprocess.run([sys.executable, "image_classify.py", "--data", str(data), "--seed", "7",
+        out = subprocess.run([sys.executable, "small_files/train.py", "--data", str(data), "--seed", "7",
                               "--image-size", "32", "--batch-size", "8", "--max-steps", "1", "--num-workers", "1",
                               "--device", "cpu", "--val", str(folder / "val"),
                               "--metrics-json", str(tmp_path / f"{name}.json")],
@@ -124,12 +124,12 @@ def test_a_corrupt_shard_is_named_in_one_line_exit_2_and_the_others_are_kept(fol
 
     if damage != "truncated":
         return  # the training script reads the shards the same way: one damaged kind is enough there
-    train = subprocess.run([sys.executable, "image_classify.py", "--data", str(shard_dir), "--image-size", "32",
+    train = subprocess.run([sys.executable, "small_files/train.py", "--data", str(shard_dir), "--image-size", "32",
                             "--batch-size", "16", "--num-workers", "1", "--device", "cpu"],
                            capture_output=True, text=True, timeout=300, env=ENV, cwd=REPO)
     assert train.returncode == 2, train.stderr[-2000:]
     [line] = [x for x in train.stderr.splitlines() if x.strip()]
-    assert line.startswith("image_classify.py: error: shard ") and "shard-000001.tar" in line
+    assert line.startswith("train.py: error: shard ") and "shard-000001.tar" in line
     assert {p.name: digest(p) for p in shard_dir.iterdir()} == before  # nothing rewritten or removed
 
 
@@ -219,7 +219,7 @@ def test_sshfs_command_runs_a_reader_on_the_mount_and_unmounts(sshfs, folder):
 @pytest.mark.slow
 def test_folder_shards_and_staged_templates_train_on_the_sandbox(slurm, folder, tmp_path, monkeypatch, python_exe):
     shard_dir = tmp_path / "shards"
-    shards.write_shards(folder / "train", shard_dir, 16, seed=1)  # seed 1 = image_classify.py's default
+    shards.write_shards(folder / "train", shard_dir, 16, seed=1)  # seed 1 = small_files/train.py's default
     site = tmp_path / "site.env"
     site.write_text(f"export SBATCH_PARTITION=debug\nDLKIT_VENV={Path(python_exe).parents[1]}\n"
                     f"DLKIT_DATA_DIR={tmp_path}\n")
@@ -252,7 +252,7 @@ def test_folder_shards_and_staged_templates_train_on_the_sandbox(slurm, folder, 
 # ---------------------------------------------------------------- the I/O-versus-decode split and its advice
 def test_split_measures_read_and_decode_time_per_batch_and_stores_it_in_the_meta(folder, tmp_path, capsys):
     meta = tmp_path / "run.meta.json"
-    meta.write_text(json.dumps({"argv": ["image_classify.py"]}))
+    meta.write_text(json.dumps({"argv": ["small_files/train.py"]}))
     assert small_files_main(["split", str(folder / "train"), "--workers", "1", "--image-size", "32",
                              "--meta", str(meta)]) == 0
     assert capsys.readouterr().out.startswith("read ")
@@ -266,7 +266,7 @@ def test_advice_says_group_or_stage_instead_of_more_workers_when_reads_dominate(
 
     from profiling.advice import advise
     from profiling.records import JobFacts, LoopSummary
-    loop = LoopSummary(file="image_classify.py", function="train", header_line=1, batches=200,
+    loop = LoopSummary(file="small_files/train.py", function="train", header_line=1, batches=200,
                        wait_seconds=6.0, compute_seconds=2.0)
     facts = JobFacts(cpus=16, gpus=1, num_workers=4)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.utils.data import Dataset, RandomSampler, Sampler, Subset
 
-from mnist_data import MNIST_MEAN, MNIST_STD
+from digits.data import MNIST_MEAN, MNIST_STD
 
 
 def _uint8_tensors(ds: Dataset) -> tuple[torch.Tensor, torch.Tensor]:

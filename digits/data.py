@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import Dataset, RandomSampler, Subset
 from torchvision import datasets, transforms
 
-import synthetic_digits
+from digits import synthetic
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 FULL_TRAIN, FULL_TEST = 60_000, 10_000
@@ -56,8 +56,8 @@ def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
     if args.synthetic:
         root = args.data_dir / "synthetic"
         try:
-            synthetic_digits.ensure(root / "MNIST" / "raw", args.train_samples or FULL_TRAIN,
-                                    args.test_samples or FULL_TEST, args.synthetic_seed)
+            synthetic.ensure(root / "MNIST" / "raw", args.train_samples or FULL_TRAIN,
+                             args.test_samples or FULL_TEST, args.synthetic_seed)
         except OSError as exc:
             raise SetupError(f"cannot write the generated digits under {root}: {exc.strerror or exc}") from None
     elif args.download:
@@ -70,8 +70,8 @@ def load_datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
     transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((MNIST_MEAN,), (MNIST_STD,))])
     train_transform = transforms.Compose([*HEAVY_AUGMENTATION, transform]) if args.augment == "heavy" else transform
     raw = root / "MNIST" / "raw"
-    for name in (n for pair in synthetic_digits.FILES.values() for n in pair):
-        problem = (raw / name).exists() and synthetic_digits.idx_problem(raw / name)
+    for name in (n for pair in synthetic.FILES.values() for n in pair):
+        problem = (raw / name).exists() and synthetic.idx_problem(raw / name)
         if problem:
             cure = ("run again to regenerate it" if args.synthetic
                     else "fetch it again (--download, or --synthetic for generated digits)")

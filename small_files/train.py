@@ -11,8 +11,8 @@ copied. What changes:
 
 With the same --seed, the folder and the shards written with that seed give the same batches.
 
-    python image_classify.py --data data/small-files/train --epochs 1
-    python image_classify.py --data data/small-files/shards-64 --epochs 1
+    python small_files/train.py --data data/small-files/train --epochs 1
+    python small_files/train.py --data data/small-files/shards-64 --epochs 1
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ import torch.nn as nn
 import torch.optim as optim
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import DataLoader
-from torchvision import datasets, models, transforms
+from torchvision import datasets, models
 
 import mnist_classify as lesson1
 from small_files.shards import ShardError, is_shard_dir, read_index, shard_dataset
+from small_files.transforms import test_transform, train_transform
 
-IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,17 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sync-timing", action="store_true")
     g.add_argument("--metrics-json", type=Path, default=None, metavar="PATH")
     return p
-
-
-def train_transform(size: int) -> transforms.Compose:
-    """Decode-side work per image, as in an ImageNet recipe: crop, flip, tensor, normalise."""
-    return transforms.Compose([transforms.RandomResizedCrop(size, antialias=True), transforms.RandomHorizontalFlip(),
-                               transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
-
-
-def test_transform(size: int) -> transforms.Compose:
-    return transforms.Compose([transforms.Resize(size, antialias=True), transforms.CenterCrop(size),
-                               transforms.ToTensor(), transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
 class FirstBatch:

@@ -12,7 +12,7 @@ import socket
 
 import torch
 
-from mnist_data import data_source
+from digits.data import data_source
 from profiling.facts import cpus_from_env
 
 

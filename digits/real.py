@@ -1,16 +1,17 @@
-"""Real MNIST digits offline: split the shared t10k files into a train/test set.
+"""Real MNIST digits offline: split the kit's t10k files into a train/test set.
 
 The GPU machines and CI have no internet, and the generated digits are too easy to show an
-accuracy loss, so accuracy claims use the 10,000 real test digits kept beside the checkout
-(../shared/data/mnist-t10k/, MNIST's own gzipped IDX files). This writes the first 8,000 as
-`train-*` and the last 2,000 as `t10k-*` IDX files under OUT/MNIST/raw/, the layout that
+accuracy loss, so accuracy claims use MNIST's 10,000 real test digits, which ship with the kit
+(digits/mnist-t10k/, MNIST's own gzipped IDX files; see the README there). This writes the first
+8,000 as `train-*` and the last 2,000 as `t10k-*` IDX files under OUT/MNIST/raw/, the layout that
 `mnist_classify.py --data-dir OUT` (torchvision's MNIST) reads:
 
-    python real_digits.py --out data/real              # then
+    python -m digits.real --out data/real              # then
     python mnist_classify.py --data-dir data/real
 
-On a cluster with internet, `mnist_classify.py --download` stays the way to the full 60k/10k set.
-The files are never copied into the project; write the split under a git-ignored folder.
+Where the files are missing (an install without them) and the machine is online, they are fetched
+with torchvision's own MNIST mirrors and checksums. On a cluster with internet,
+`mnist_classify.py --download` stays the way to the full 60k/10k set.
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent
-DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "mnist-t10k"
+DEFAULT_SOURCE = Path(__file__).resolve().parent / "mnist-t10k"   # shipped with the kit
+FETCHED = Path.home() / ".cache" / "slurm-dl-kit" / "mnist-t10k"  # where a missing copy is fetched to
 ENV_VAR = "MNIST_T10K"  # overrides DEFAULT_SOURCE
 IMAGES, LABELS = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
 MD5 = {IMAGES: "9fb629c4189551a2d022fa330f9573f3", LABELS: "ec29112dd5afa0611ce80d1b7f02629c"}
@@ -35,8 +36,37 @@ class SplitError(RuntimeError):
 
 
 def source_dir() -> Path:
-    """Where the t10k files are: $MNIST_T10K, else ../shared/data/mnist-t10k beside the checkout."""
+    """Where the t10k files are: $MNIST_T10K, else the copy shipped in digits/mnist-t10k/."""
     return Path(os.environ[ENV_VAR]) if os.environ.get(ENV_VAR) else DEFAULT_SOURCE
+
+
+def fetch(target: Path = FETCHED) -> Path:
+    """Download the two t10k files with torchvision's MNIST mirrors and md5 sums (no internet: SplitError)."""
+    from torchvision.datasets import MNIST
+    from torchvision.datasets.utils import download_url
+
+    md5 = dict(MNIST.resources)
+    for name in (IMAGES, LABELS):
+        if (target / name).is_file():
+            continue
+        for mirror in MNIST.mirrors:
+            try:
+                download_url(mirror + name, str(target), filename=name, md5=md5[name])
+                break
+            except Exception:  # noqa: BLE001 - any mirror's failure means: try the next one
+                continue
+        else:
+            raise SplitError(f"{name} is not in {DEFAULT_SOURCE} and could not be downloaded (offline?): "
+                             f"point ${ENV_VAR} at a folder with MNIST's t10k files")
+    return target
+
+
+def available_source() -> Path:
+    """The folder to read: $MNIST_T10K or the shipped copy when present, else a fetched copy."""
+    src = source_dir()
+    if os.environ.get(ENV_VAR) or (src / IMAGES).is_file():
+        return src
+    return fetch()
 
 
 def _read_checked(src: Path, name: str) -> bytes:
@@ -64,7 +94,7 @@ def write_split(out: Path, src: Path | None = None, train: int = TRAIN, test: in
     """
     if train < 1 or test < 1 or train + test > TOTAL:
         raise SplitError(f"--train {train} and --test {test} must be at least 1 and add up to at most {TOTAL}")
-    src = source_dir() if src is None else src
+    src = available_source() if src is None else src
     raw_dir = out / "MNIST" / "raw"
     files = {}
     for name in (IMAGES, LABELS):
@@ -93,14 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("data/real"),
                    help="folder to pass as mnist_classify.py --data-dir (the files go to OUT/MNIST/raw)")
     p.add_argument("--source", type=Path, default=None,
-                   help=f"folder with {IMAGES} and {LABELS} (default: ${ENV_VAR}, else {DEFAULT_SOURCE})")
+                   help=f"folder with {IMAGES} and {LABELS} (default: ${ENV_VAR}, else the kit's digits/mnist-t10k)")
     p.add_argument("--train", type=int, default=TRAIN, help="train on the first N digits")
     p.add_argument("--test", type=int, default=TEST, help="test on the last N digits")
     args = p.parse_args(argv)
     try:
         raw_dir = write_split(args.out, args.source, args.train, args.test)
     except SplitError as exc:
-        print(f"{Path(sys.argv[0]).name}: error: {exc}", file=sys.stderr)
+        print(f"digits.real: error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {args.train} training and {args.test} test digits to {raw_dir}")
     return 0
