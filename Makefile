@@ -8,6 +8,9 @@ VENV        ?= .venv
 PY          := $(VENV)/bin/python
 DEMO_DIR    ?= runs/demo
 PYTEST_ARGS ?=
+# Two test workers (pytest-xdist): the tests that use the Slurm sandbox run in order on one of them
+# (tests/conftest.py groups them), the rest on the other. XDIST= runs everything in one process.
+XDIST       ?= -n 2 --dist loadgroup
 # `make slurm-up NODES=2` starts the two-node cluster beside the one-node sandbox (docs/sandbox.md).
 NODES       ?= 1
 SANDBOX_UP   = $(if $(filter 2,$(NODES)),two-node-up.sh,$(if $(filter 1,$(NODES)),slurm-up.sh,$(error NODES must be 1 or 2, got '$(NODES)')))
@@ -46,9 +49,9 @@ slurm-down:
 	$(SUDO) bash jobs/sandbox/$(SANDBOX_DOWN)
 
 # pytest's exit code 5 (no tests collected) is not 0, so it fails this target like any other.
-# --durations lists the slowest tests, to keep an eye on the 30-minute CI budget.
+# --durations lists the slowest tests, to keep an eye on the 15-minute budget of `make test`.
 test: install-dev system-deps slurm-up lint
-	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) --durations=25 $(PYTEST_ARGS)
 
 # ruff, configured in pyproject.toml: pycodestyle and pyflakes, 120 columns.
 lint: install-dev

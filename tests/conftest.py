@@ -148,3 +148,18 @@ def python_exe() -> str:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+#: Fixtures that submit to, or read the state of, a Slurm cluster.
+_SANDBOX_FIXTURES = {"slurm", "slurm2", "kit"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs two workers), every test that uses the sandbox runs on one
+    worker, in file order: the one-node sandbox has 2 CPUs, the lessons build on each other's jobs, and
+    a job test must never wait for another test's job. Every other test runs with the rest of its file
+    (as `--dist loadfile` would), so a module's shared fixture, such as one profiled run that several
+    tests read, is built once."""
+    for item in items:
+        sandbox = _SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slurm")
+        item.add_marker(pytest.mark.xdist_group("sandbox" if sandbox else item.path.name))
