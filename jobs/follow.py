@@ -15,7 +15,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from jobs.launch import Launch, Started, find_launches
+from jobs.facts import Started
+from jobs.launch import Launch, find_launches
 from jobs.resources import Resources
 from jobs.script import JobScript
 from profiling.script_reader import Workers, read_script

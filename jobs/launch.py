@@ -13,9 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-
-from profiling.script_reader import Workers
+from pathlib import PurePosixPath
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 # srun options that take no value; every other long option without `=` takes the next word.
@@ -205,20 +203,3 @@ def find_launches(commands: tuple[str, ...], script_args: tuple[str, ...] = ()) 
             launches.append(Launch(command, script, module, tuple(expanded), launcher, srun, tuple(srun_options),
                                    nproc))
     return tuple(launches)
-
-
-@dataclass(frozen=True)
-class Started:
-    """One Python launch of the job, as the rules see it."""
-
-    launch: Launch
-    tasks_per_node: int            # Slurm tasks on one node running this command (1 without srun)
-    procs_per_task: int | None     # processes each task starts (torchrun's --nproc-per-node), None unknown
-    cpus_per_task: int | None      # CPUs the processes of one task share
-    workers: Workers | None = None  # the DataLoader workers of each process, when known
-    unread: str | None = None       # why the script was not read (missing, not Python, ...)
-    path: Path | None = None        # the script file that was read
-
-    @property
-    def per_node(self) -> int | None:
-        return None if self.procs_per_task is None else self.tasks_per_node * self.procs_per_task

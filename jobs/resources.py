@@ -15,13 +15,9 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
+from jobs.facts import Need, Started
 from jobs.script import JobScript
-
-if TYPE_CHECKING:
-    from jobs.launch import Started
-    from jobs.measured import Need
 
 # Slurm's accepted --time forms (see `man sbatch`), plus the unlimited keywords.
 TIME_FORMS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -57,8 +53,8 @@ class Resources:
     nproc_per_node: int | None
     is_ddp: bool
     mem_mb_per_node: float | None      # --mem, or --mem-per-cpu x cpus, or --mem-per-gpu x gpus
-    started: tuple["Started", ...] = ()  # the Python launches (jobs/follow.py), filled in by the checker
-    measured: "Need | None" = None       # a measured memory need (jobs/measured.py), when one exists
+    started: tuple[Started, ...] = ()  # the Python launches (jobs/follow.py), filled in by the checker
+    measured: Need | None = None       # a measured memory need (jobs/measured.py), when one exists
 
 
 def _int(value: str | None) -> int | None:

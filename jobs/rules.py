@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
+from jobs.facts import Need, Started
 from jobs.follow import follow, launches_only
-from jobs.launch import Started
-from jobs.measured import Need, profile_need, sacct_need
+from jobs.measured import profile_need, sacct_need
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript
 from profiling.cpu_rule import main_process_cpus
