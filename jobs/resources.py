@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 
 from jobs.facts import Need, Started
 from jobs.script import JobScript
+from jobs.shell_vars import known_before, resolve
 
 # Slurm's accepted --time forms (see `man sbatch`), plus the unlimited keywords.
 TIME_FORMS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -160,7 +161,10 @@ def describe(job: JobScript) -> Resources:
     all_words = [word for words in commands for word in words]
     names = {PurePosixPath(w).name for w in all_words}
     uses_torchrun = "torchrun" in names or "torch.distributed.run" in all_words
-    nproc = [_int(v) for v in _flag_value(all_words, _NPROC)]
+    # `--nproc_per_node=$N` counts when the script set N above (jobs/shell_vars.py); "gpu" is no number
+    known = known_before(job.commands) + [{}]
+    nproc = [_int(resolve(v, known[i])) for i, words in enumerate(lines)
+             if words and words[0] not in {"echo", "printf"} for v in _flag_value(words, _NPROC)]
     modules = {all_words[i + 1] for i, w in enumerate(all_words[:-1]) if w == "-m"}
     is_ddp = uses_torchrun or any(n.endswith(".py") and "ddp" in n[:-3] for n in names) \
         or any("ddp" in m for m in modules)

@@ -54,6 +54,7 @@ class JobScript:
     commands: tuple[str, ...]          # logical lines after the directives, continuations joined
     waived: frozenset[str] = field(default_factory=frozenset)
     script_args: tuple[str, ...] = ()  # arguments given after the script on the sbatch line
+    command_lines: tuple[int, ...] = ()  # the line each command starts on, for messages
 
     def get(self, name: str) -> str | None:
         """The option's value, or None when the script does not set it."""
@@ -130,6 +131,7 @@ def parse_script(text: str, path: str = "<script>") -> JobScript:
     """
     options: dict[str, Option] = {}
     commands: list[str] = []
+    lines: list[int] = []
     waived: set[str] = set()
     in_header = True
     for number, line in _logical_lines(text):
@@ -145,7 +147,9 @@ def parse_script(text: str, path: str = "<script>") -> JobScript:
             continue
         in_header = False
         commands.append(stripped)
-    return JobScript(path=path, options=options, commands=tuple(commands), waived=frozenset(waived))
+        lines.append(number)
+    return JobScript(path=path, options=options, commands=tuple(commands), waived=frozenset(waived),
+                     command_lines=tuple(lines))
 
 
 def split_sbatch_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -170,7 +174,7 @@ def with_command_line(job: JobScript, sbatch_options: list[str], script_args: li
     options = dict(job.options)
     for opt in _normalise(sbatch_options, "command line"):
         options[opt.name] = opt
-    return JobScript(job.path, options, job.commands, job.waived, tuple(script_args))
+    return JobScript(job.path, options, job.commands, job.waived, tuple(script_args), job.command_lines)
 
 
 def read_script(path: str | Path) -> JobScript:
