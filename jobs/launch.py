@@ -243,8 +243,12 @@ def _expand_args(args: list[str], script_args: tuple[str, ...]) -> tuple[str, ..
     return tuple(expanded)
 
 
+# What an enclosing `srun ... bash -c` gives the commands inside it: srun, its options, "bash -c".
+_Outer = tuple[bool, list[tuple[str, str | None]], str | None]
+
+
 def _from_command(command: str, text: str, script_args: tuple[str, ...], known: dict[str, str | None],
-                  where: Callable[[str], str], outer: tuple[bool, list[tuple[str, str | None]], str | None] = (False, [], None)
+                  where: Callable[[str], str], outer: _Outer = (False, [], None)
                   ) -> list[Launch]:
     """The launches of one command line (`text`), looking inside `bash -c` once."""
     launches = []

@@ -56,7 +56,7 @@ def known_before(commands: tuple[str, ...]) -> list[dict[str, str | None]]:
         out.append(dict(known))
         text = command.split(" #", 1)[0].strip()
         match = _ASSIGN.match(text)
-        if match and (match.group(2).startswith("$(") or not any(c in match.group(2) for c in ";&")):
+        if match and (match.group(2).startswith(("$(", "`")) or not any(c in match.group(2) for c in ";&")):
             name, value = match.group(1), resolve(match.group(2), known)
             known[name] = value if known.get(name, value) == value else None  # two values: unknown
             continue

@@ -67,6 +67,9 @@ ERRORS = [
     ("output-tilde", "--output=~/x.out", "python x.py", "unsafe-name", "'~'"),
     ("name-pipe", "-J 'a|rm -rf x'", "python x.py", "unsafe-name", "'|'"),
     ("name-space", "--job-name='my job'", "python x.py", "unsafe-name", "' '"),
+    ("torchrun-nproc-variable", "--ntasks-per-node=1;--gres=gpu:4",
+     "NPROC=2\ntorchrun --standalone --nproc_per_node=$NPROC multi_gpu/mnist_ddp.py", "torchrun-per-node",
+     "--nproc_per_node=2 but the job has 4 GPUs per node"),
     ("nodes-no-srun", "--nodes=2;--ntasks-per-node=1;--gres=gpu:4",
      "torchrun --nnodes=2 --nproc_per_node=4 --rdzv_backend=c10d multi_gpu/mnist_ddp.py",
      "many-nodes-without-srun", "--nodes=2 but no command is started with srun"),
@@ -83,6 +86,9 @@ WARNINGS = [
      "srun python multi_gpu/mnist_ddp.py", "one-gpu-per-node", "4 nodes with one GPU each"),
     ("array-one-log", "--array=0-9;--output=sweep-%A.out", "python x.py", "array-shared-log",
      "--output=sweep-%A.out (line 3) has neither %a nor %j"),
+    ("one-cpu-gpu-process", "-c 1;--gres=gpu:1", "python train.py --num-workers 1", "one-cpu-gpu-process",
+     "gives the GPU process one CPU, which it shares with its loader worker (num_workers=1: --num-workers 1 on "
+     "the job's command line): lesson 01's baseline, this setup, took 7.99 s an epoch against 3.01 s"),
     ("workers-fill-cpus", "-c 4;--gres=gpu:1", "python train.py --num-workers 4", "workers-fill-cpus",
      "leaving the main process no core of its own; the kit's rule is --cpus-per-task=6"),
 ]
