@@ -73,7 +73,7 @@ def _cpu_variables(job: JobScript, res: Resources, launch: Launch, tasks: int, c
         env["SLURM_CPUS_PER_TASK"] = srun_cpus
     elif job.has("cpus-per-task") and res.cpus_per_task is not None:
         env["SLURM_CPUS_PER_TASK"] = res.cpus_per_task
-    if cpus is not None and tasks == 1 and res.tasks_per_node == 1 and srun_cpus is None:
+    if cpus is not None and tasks == 1 and res.tasks_per_node == 1 and srun_cpus is None and not job.has("exclusive"):
         env["SLURM_CPUS_ON_NODE"] = cpus
     return env
 

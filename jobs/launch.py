@@ -49,6 +49,8 @@ _NOT_RUNNERS = frozenset({
     "find", "tar", "rsync", "scp", "git", "pip", "pip3", "conda", "mamba", "micromamba", "sbatch", "scancel",
     "squeue", "sacct", "scontrol", "sinfo", "sleep", "trap", "set", "shift", "wait", "kill", "if", "while",
     "until", "for", "case", "function", "return", "exit", "logger", "mail", "curl", "wget", "diff", "md5sum",
+    # these run the command elsewhere, with other CPUs than this job's
+    "ssh", "salloc", "ray", "kubectl", "qsub",
 })
 # Tools that start several copies of the command they wrap: the processes are not counted here.
 _MANY_COPIES = frozenset({"mpirun", "mpiexec", "orterun", "horovodrun", "parallel", "xargs", "accelerate",

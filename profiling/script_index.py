@@ -12,6 +12,10 @@ from __future__ import annotations
 import ast
 
 
+# Calls whose num_workers= is a dict's key or a parser's default, not a loader's workers.
+_NOT_LOADERS = frozenset({"dict", "update", "setdefault", "set_defaults", "Namespace", "add_argument"})
+
+
 def mentions_cuda(node: ast.AST) -> bool:
     """A test about the GPU: `use_cuda`, `torch.cuda.is_available()`, `use_accel` (today's
     pytorch/examples), `args.gpu`."""
@@ -98,7 +102,7 @@ class ScriptIndex(ast.NodeVisitor):
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name.endswith("DataLoader"):
             self.loaders.append((self._scope, node))
-        elif name not in {"dict", "update", "setdefault"} and any(kw.arg == "num_workers" for kw in node.keywords):
+        elif name not in _NOT_LOADERS and any(kw.arg == "num_workers" for kw in node.keywords):
             self.worker_calls.append((self._scope, node))
         elif name == "add_argument":
             self._flag(node)

@@ -310,7 +310,8 @@ def loader_workers(index: ScriptIndex, evaluator: _Evaluator) -> Workers | None:
             results.append(evaluator.unknown(call, f"`**{ast.unparse(spreads[0])}`"))
         else:
             results.append(Workers(0, evaluator.at(call), "the DataLoader's default"))
-    if not any(w.value is not None for w in results):  # a data module's num_workers=, if any
+    # A data module's num_workers=, unless the job's command line may set it (`data.num_workers=8`).
+    if not any(w.value is not None for w in results) and not any("workers" in a for a in evaluator.argv):
         for scope, call in index.worker_calls:
             evaluator.scope = scope
             keyword = next(kw for kw in call.keywords if kw.arg == "num_workers")

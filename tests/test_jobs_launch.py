@@ -52,6 +52,7 @@ WRAPPED = [
     (["timeout 3h numactl --cpunodebind=0 python x.py"], [("x.py", "`timeout`", False, False)]),
     (["mpirun -np 4 python x.py"], [("x.py", "`mpirun`", False, True)]),
     (["echo python x.py", "grep -n python x.py", "bash run.sh", "cat <<EOF > python x.py"], []),
+    (["ssh node7 python x.py", "salloc -c 4 python x.py"], []),  # elsewhere, with other CPUs
 ]
 
 

@@ -124,6 +124,12 @@ def test_helpers_are_followed_one_level_and_data_modules_count(case, body, env, 
     assert how in found.how, found
 
 
+def test_a_data_module_value_the_command_line_may_override_is_not_taken():
+    body = HEAD + "Data(num_workers=4)\nargparse.ArgumentParser().set_defaults(num_workers=9)\n"
+    assert read_workers(body, "fit.py", [], 8).value == 4
+    assert read_workers(body, "fit.py", ["data.num_workers=1"], 8) is None
+
+
 def test_a_helper_in_a_module_beside_the_script(tmp_path):
     """`from helpers import w` and `import tools as t; t.w()`: the module's file is read, never run."""
     (tmp_path / "helpers.py").write_text("import os\nraise SystemExit('run!')\n\ndef w():\n"
