@@ -2,7 +2,8 @@
 
 Stage two of the checker: JobScript (text) -> Resources (numbers and flags). Values that a
 script only knows at run time (`--nproc_per_node=$SLURM_GPUS_ON_NODE`) become None, and the rules
-skip them rather than guess. The Python the job starts (and its loader's workers) is `jobs/follow.py`'s.
+skip them rather than guess; a count the script set in a variable above (`N=2`) is read
+(jobs/shell_vars.py). The Python the job starts (and its loader's workers) is `jobs/follow.py`'s.
 
 GPU requests in today's forms all count: `--gres=gpu:N`, `--gres=gpu:TYPE:N`, `--gres=shard:N` (a
 share of one GPU), `--gpus=N` / `-G`, `--gpus-per-node`, `--gpus-per-task=TYPE:N`; `--cpus-per-gpu`
