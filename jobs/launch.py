@@ -259,7 +259,7 @@ def _from_command(command: str, text: str, script_args: tuple[str, ...], known: 
         srun, srun_options = srun or outer[0], [*outer[1], *srun_options]
         inner = _shell_command(words)
         if inner is not None and outer[2] is None:
-            launches += _from_command(command, inner, script_args, known, where,
+            launches += _from_command(command, inner.replace("\n", ";"), script_args, known, where,
                                       (srun, srun_options, PurePosixPath(words[0]).name + " -c"))
             continue
         via, many = outer[2], False

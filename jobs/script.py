@@ -32,6 +32,8 @@ LONG_FLAGS: frozenset[str] = frozenset({
     "spread-job", "test-only", "usage", "use-min-nodes", "verbose", "version", "wait",
 })
 
+# Lines a quoted string may span before it is taken for a stray quote.
+_QUOTED_LINES = 40
 # A checker waiver: `# dljobs: allow RULE[,RULE]` anywhere in the script.
 _WAIVER = re.compile(r"#\s*dljobs:\s*allow\s+([\w,\s-]+)")
 
@@ -112,7 +114,35 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         buffer = ""
     if buffer:
         joined.append((start, buffer))
-    return joined
+    return _close_quotes(joined)
+
+
+def _open_quote(text: str) -> bool:
+    try:
+        shlex.split(text, comments=True)
+    except ValueError:
+        return True
+    return False
+
+
+def _close_quotes(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A quote left open runs on over the next lines, as in bash (`srun bash -c "` ... `"`): those
+    lines are one command. A quote that never closes within _QUOTED_LINES leaves the lines as they are."""
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        start, text = lines[i]
+        j = i
+        while _open_quote(text) and j + 1 < len(lines) and j - i < _QUOTED_LINES:
+            j += 1
+            text += "\n" + lines[j][1]
+        if _open_quote(text):
+            out.append(lines[i])
+            i += 1
+            continue
+        out.append((start, text))
+        i = j + 1
+    return out
 
 
 def _split_directive(rest: str) -> list[str]:

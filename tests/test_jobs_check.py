@@ -163,6 +163,15 @@ def test_continuation_lines_and_script_arguments_are_read():
     assert [f.rule for f in check(job)] == ["cpus-for-workers"]
 
 
+def test_a_quoted_string_over_several_lines_is_one_command_like_bash():
+    text = ('#!/bin/bash\n#SBATCH -c 2\nsrun bash -c "\n  cd run\n  python x.py --num-workers 6\n"\n'
+            "echo it's a stray quote\npython y.py --num-workers 1\n")
+    job = parse_script(text)
+    assert job.commands[0].startswith('srun bash -c "') and job.command_lines == (3, 7, 8)
+    [finding] = check(job)
+    assert finding.rule == "cpus-for-workers" and "started by bash -c" in finding.message
+
+
 def test_waiver_comment_silences_only_the_named_rule():
     text = script("-c 1;--time=2h", "# dljobs: allow cpus-for-workers\npython x.py --num-workers 2")
     assert [f.rule for f in findings(text)] == ["time-format"]
