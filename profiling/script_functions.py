@@ -16,13 +16,16 @@ from profiling.script_index import ScriptIndex
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 CPU_VARIABLES = frozenset({"SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"})
+# Not a variable, but guarded the same way (`hasattr(os, "sched_getaffinity")`, `except AttributeError`):
+# it is there on every Linux node, so its fallbacks never run in a job.
+AFFINITY = "sched_getaffinity"
 _SEARCH_UP = 2  # a module is looked for beside the script and up to this many folders above it
 
 
 def _variable(node: ast.AST, aliases: dict[str, str]) -> str | None:
     """The CPU variable an expression reads, directly or through a local name assigned from it."""
     text = ast.unparse(node)
-    for name in CPU_VARIABLES:
+    for name in (*sorted(CPU_VARIABLES), AFFINITY):
         if name in text:
             return name
     for sub in ast.walk(node):
@@ -32,21 +35,23 @@ def _variable(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 
 def _set_branch_is_body(test: ast.expr) -> bool | None:
-    """True when the `if` body runs with the variable set, False when it runs with it unset."""
+    """True when the `if` body runs with the variable set, False when it runs with it unset, None
+    when the test is not about whether it is set (`if cpus > 8:` tests its value: both paths may run)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _set_branch_is_body(test.operand)
         return None if inner is None else not inner
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.In, ast.IsNot, ast.Gt)):
-            return True
-        if isinstance(op, (ast.NotIn, ast.Is)):
-            return False
-        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant) and right.value in (None, ""):
-            return isinstance(op, ast.NotEq)
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(left, ast.Constant) and isinstance(left.value, str):
+            return isinstance(op, ast.In)  # "SLURM_CPUS_PER_TASK" in os.environ
+        is_empty = isinstance(right, ast.Constant) and right.value in (None, "")
+        if isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) and is_empty:
+            return isinstance(op, (ast.IsNot, ast.NotEq))
         return None
-    if isinstance(test, (ast.Name, ast.Call, ast.Subscript, ast.Attribute)):
-        return True  # truthy: set and not empty
+    if isinstance(test, ast.Name):
+        return True  # a name holding os.environ.get(...): set and not empty
+    if isinstance(test, ast.Call) and ast.unparse(test.func).endswith(("environ.get", "getenv", "hasattr")):
+        return True
     return None
 
 

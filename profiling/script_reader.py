@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from profiling.argv import flag_value
-from profiling.script_functions import CPU_VARIABLES, Function, definitions, returns
+from profiling.script_functions import AFFINITY, CPU_VARIABLES, Function, definitions, returns
 from profiling.script_index import ScriptIndex, mentions_cuda
 
 # A command-line value that is the task's CPUs: $SLURM_CPUS_PER_TASK, ${...}, $((SLURM_CPUS_PER_TASK - 1)).
@@ -179,7 +179,7 @@ class _Evaluator:
         results = []
         for evaluator, scope, func in found:
             paths = returns(func)
-            missing = {unset for _, unset in paths if unset and unset not in evaluator.env}
+            missing = {unset for _, unset in paths if unset and unset not in evaluator.env and unset != AFFINITY}
             # A variable the job does not set sends it down that variable's fallbacks, else the main path.
             taken = [value for value, unset in paths if (unset in missing if missing else unset is None)]
             outer = evaluator.scope, evaluator.in_helper

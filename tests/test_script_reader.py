@@ -97,6 +97,15 @@ HELPERS = [
      {"SLURM_CPUS_PER_TASK": 8}, 6, "SLURM_CPUS_PER_TASK - 2"),
     ("guard-alias-unset", "def w():\n    n = os.environ.get('SLURM_CPUS_PER_TASK')\n    if n:\n        return int(n)\n"
      "    return os.cpu_count()\nDataLoader(ds, num_workers=w())", {}, None, "os.cpu_count()"),
+    ("affinity-or-count", "def w():\n    try:\n        return len(os.sched_getaffinity(0)) - 1\n"
+     "    except AttributeError:\n        return os.cpu_count() - 1\nDataLoader(ds, num_workers=w())", {}, 7,
+     "len(os.sched_getaffinity(0)) - 1"),
+    ("hasattr-guard", "def w():\n    if hasattr(os, 'sched_getaffinity'):\n"
+     "        return len(os.sched_getaffinity(0))\n    return 4\nDataLoader(ds, num_workers=w())", {}, 8,
+     "len(os.sched_getaffinity(0))"),
+    ("value-test-both-paths", "def w():\n    n = int(os.environ['SLURM_CPUS_PER_TASK'])\n    if n > 8:\n"
+     "        return 8\n    return n\nDataLoader(ds, num_workers=w())", {"SLURM_CPUS_PER_TASK": 4}, None,
+     "returns different values"),
     ("method", "class T:\n    def nw(self):\n        return len(os.sched_getaffinity(0))\n    def dl(self):\n"
      "        return DataLoader(ds, num_workers=self.nw())", {}, 8, "returned by self.nw()"),
     ("two-returns-differ", "def w(fast):\n    if fast:\n        return 8\n    return 0\n"
