@@ -16,8 +16,8 @@ for r in $(seq "$rounds"); do
     for what in this ${OTHER:+other} pass; do
       start=$(date +%s%N)
       case $what in
-        this) (cd "$dir" && PYTHONPATH=$kit "$py" -m jobs check job.sbatch >/dev/null 2>&1 || true) ;;
-        other) (cd "$dir" && PYTHONPATH=$OTHER "$py" -m jobs check job.sbatch >/dev/null 2>&1 || true) ;;
+        this) (cd "$dir"; PYTHONPATH=$kit "$py" -m jobs check job.sbatch >/dev/null 2>&1) || true ;;
+        other) (cd "$dir"; PYTHONPATH=$OTHER "$py" -m jobs check job.sbatch >/dev/null 2>&1) || true ;;
         pass) "$py" -c pass ;;
       esac
       echo "$r $dir $what $(( ($(date +%s%N) - start) / 1000000 ))"
