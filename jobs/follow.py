@@ -3,9 +3,11 @@
 The checker's file-system stage, between describe (numbers from the #SBATCH lines) and the rules.
 Each Python launch becomes a `Started`: how many processes it puts on a node (srun's tasks times
 torchrun's --nproc-per-node), how many CPUs those processes share, and the DataLoader workers read
-from the script's source by `profiling.script_reader` (never by importing or running it). A worker
-count written on the job's command line (`--num-workers 4`) is used when the script's own text
-does not settle it. Where a number cannot be known it stays None, and the rules say nothing.
+from the script's source by `profiling.script_reader` (never by importing or running it), given the
+Slurm CPU variables the process really sees (SLURM_CPUS_PER_TASK only where --cpus-per-task is
+asked for). A worker count written on the job's command line (`--num-workers 4`) is used when the
+script's own text does not settle it. Where a number cannot be known it stays None, and the rules
+say nothing.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from jobs.launch import Launch, Started, find_launches
+from jobs.facts import Started
+from jobs.launch import Launch, find_launches
 from jobs.resources import Resources
 from jobs.script import JobScript
 from profiling.script_reader import Workers, read_script
@@ -46,8 +49,8 @@ def _shape(job: JobScript, res: Resources, launch: Launch) -> tuple[int, int | N
         cpus = None if res.cpus_per_task is None else res.cpus_per_task * res.tasks_per_node
     if site_decides and not (launch.srun and "cpus-per-task" in dict(launch.srun_options)):
         cpus = None
-    procs: int | None = 1
-    if launch.launcher == "torchrun":
+    procs: int | None = None if launch.copies_unknown else 1
+    if launch.launcher == "torchrun" and not launch.copies_unknown:
         nproc = launch.nproc_per_node
         if nproc is None:
             procs = 1  # torchrun's default
@@ -58,6 +61,23 @@ def _shape(job: JobScript, res: Resources, launch: Launch) -> tuple[int, int | N
         else:
             procs = None
     return tasks, procs, cpus
+
+
+def _cpu_variables(job: JobScript, res: Resources, launch: Launch, tasks: int, cpus: int | None) -> dict[str, int]:
+    """The Slurm CPU variables one process of the launch sees, and their values; an unset one is absent.
+
+    SLURM_CPUS_PER_TASK is set only when the job (or srun) asks for --cpus-per-task; it is the
+    task's share even in the batch step. SLURM_CPUS_ON_NODE is the process's CPUs only where one
+    task runs on the node."""
+    env = {}
+    srun_cpus = _int(dict(launch.srun_options).get("cpus-per-task")) if launch.srun else None
+    if srun_cpus is not None:
+        env["SLURM_CPUS_PER_TASK"] = srun_cpus
+    elif job.has("cpus-per-task") and res.cpus_per_task is not None:
+        env["SLURM_CPUS_PER_TASK"] = res.cpus_per_task
+    if cpus is not None and tasks == 1 and res.tasks_per_node == 1 and srun_cpus is None and not job.has("exclusive"):
+        env["SLURM_CPUS_ON_NODE"] = cpus
+    return env
 
 
 def _candidates(launch: Launch, roots: list[Path]) -> list[Path]:
@@ -88,7 +108,7 @@ def _command_line_workers(launch: Launch) -> Workers | None:
     return None
 
 
-def _workers(launch: Launch, roots: list[Path], cpus_per_process: int | None
+def _workers(launch: Launch, roots: list[Path], cpus_per_process: int | None, env: dict[str, int]
              ) -> tuple[Workers | None, str | None, Path | None]:
     """The launch's workers, a note when its script could not be read, and the file read."""
     given = _command_line_workers(launch)
@@ -103,7 +123,7 @@ def _workers(launch: Launch, roots: list[Path], cpus_per_process: int | None
     if found is None:
         where = " or ".join(dict.fromkeys(str(r) for r in roots))
         return given, f"{name} was not found (looked in {where}), so its DataLoader was not read", None
-    read = read_script(found, list(launch.args), cpus_per_process)
+    read = read_script(found, list(launch.args), cpus_per_process, env)
     if read.problem:
         return given, read.problem.replace(str(found), name) + ": its DataLoader was not read", None
     if read.workers is not None and (read.workers.value is not None or read.workers.node_cores):
@@ -122,10 +142,10 @@ def follow(job: JobScript, res: Resources, root: Path) -> tuple[Started, ...]:
     if job_dir.resolve() != root.resolve():
         roots.append(job_dir if job_dir.is_absolute() else root / job_dir)
     started = []
-    for launch in find_launches(job.commands, job.script_args):
+    for launch in find_launches(job.commands, job.script_args, job.command_lines):
         tasks, procs, cpus = _shape(job, res, launch)
         # Each process of a task sees the task's CPUs (SLURM_CPUS_PER_TASK, the affinity mask).
-        workers, unread, path = _workers(launch, roots, cpus)
+        workers, unread, path = _workers(launch, roots, cpus, _cpu_variables(job, res, launch, tasks, cpus))
         started.append(Started(launch, tasks, procs, cpus, workers, unread, path))
     return tuple(started)
 
@@ -133,7 +153,7 @@ def follow(job: JobScript, res: Resources, root: Path) -> tuple[Started, ...]:
 def launches_only(job: JobScript, res: Resources) -> tuple[Started, ...]:
     """The launches without reading any file: workers from the job's command line only."""
     out = []
-    for launch in find_launches(job.commands, job.script_args):
+    for launch in find_launches(job.commands, job.script_args, job.command_lines):
         tasks, procs, cpus = _shape(job, res, launch)
         out.append(Started(launch, tasks, procs, cpus, _command_line_workers(launch)))
     return tuple(out)

@@ -5,17 +5,21 @@ Recognised, with any `module load`, `conda activate` or `source` lines around th
 Python and are skipped): `python X.py`, `srun [opts] python X.py`, `uv run [opts] python X.py`,
 `conda run -n ENV python X.py`, `apptainer exec IMAGE python X.py`, `torchrun [opts] X.py`,
 `python -m torch.distributed.run`, `kernprof -l X.py`, `python -m pkg.mod`, and the kit's own
-`python -m profiling run -- X.py`. A launcher this module does not know starts nothing here, so the
-rules say nothing about it rather than guess.
+`python -m profiling run -- X.py`. Wrapped launches are found too: the command string of `bash -c "..."`
+or `sh -c '...'` (after srun as well), and `python SCRIPT` inside any other tool's command line
+(`<tool> hunt --trials 20 python main.py`), which the launch names (`via`). A tool known to start
+several copies (mpirun, parallel, ...) leaves the count of processes unknown. torchrun's
+`--nproc_per_node=$N` is read through the counts the job script set before it (jobs/shell_vars.py).
 """
 from __future__ import annotations
 
 import re
 import shlex
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from typing import Callable
+from pathlib import PurePosixPath
 
-from profiling.script_reader import Workers
+from jobs.shell_vars import GPU_COUNT, known_before, resolve, set_at
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 # srun options that take no value; every other long option without `=` takes the next word.
@@ -35,7 +39,22 @@ _TORCHRUN_FLAGS = frozenset({"--standalone", "--no-python", "--no_python", "--ru
 _KERNPROF_WITH_VALUE = frozenset({"-o", "--outfile", "-s", "--setup", "-p", "--prof-mod", "-i",
                                   "--output-interval", "-c", "--config"})
 _PYTHON_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
-_SKIP_WORDS = frozenset({"exec", "time", "nohup", "command", "stdbuf", "env", "builtin", "do", "then", "else"})
+_SKIP_WORDS = frozenset({"exec", "time", "nohup", "command", "stdbuf", "env", "builtin", "do", "then", "else", "eval"})
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
+# Commands whose arguments may name `python x.py` without running it.
+_NOT_RUNNERS = frozenset({
+    "echo", "printf", "cat", "grep", "egrep", "fgrep", "rg", "which", "type", "whereis", "test", "[", "[[",
+    "export", "declare", "local", "readonly", "alias", "unset", "module", "ml", "source", ".", "cd", "ls",
+    "mkdir", "rm", "cp", "mv", "ln", "touch", "chmod", "sed", "awk", "tee", "head", "tail", "wc", "sort",
+    "find", "tar", "rsync", "scp", "git", "pip", "pip3", "conda", "mamba", "micromamba", "sbatch", "scancel",
+    "squeue", "sacct", "scontrol", "sinfo", "sleep", "trap", "set", "shift", "wait", "kill", "if", "while",
+    "until", "for", "case", "function", "return", "exit", "logger", "mail", "curl", "wget", "diff", "md5sum",
+    # these run the command elsewhere, with other CPUs than this job's
+    "ssh", "salloc", "ray", "kubectl", "qsub",
+})
+# Tools that start several copies of the command they wrap: the processes are not counted here.
+_MANY_COPIES = frozenset({"mpirun", "mpiexec", "orterun", "horovodrun", "parallel", "xargs", "accelerate",
+                          "deepspeed", "pdsh", "clush", "charmrun"})
 _REDIRECT = re.compile(r"^\d*(>>?|<)(&\d)?")
 _ARGS_OF_SCRIPT = frozenset({"$@", "${@}", "$*", "${*}"})
 
@@ -51,7 +70,10 @@ class Launch:
     launcher: str                    # "python", "torchrun", "kernprof", "profiling run"
     srun: bool = False
     srun_options: tuple[tuple[str, str | None], ...] = ()   # (long name, value) of srun's own options
-    nproc_per_node: str | None = None  # torchrun's --nproc-per-node as written ("4", "gpu", "$N")
+    nproc_per_node: str | None = None  # torchrun's --nproc-per-node: "4", "gpu", or as written ("$N") if unknown
+    nproc_from: str | None = None      # where a count held by a shell variable was set: "N=4 (line 12)"
+    via: str | None = None             # the wrapper it was found in: "bash -c", "`tool hunt`"
+    copies_unknown: bool = False       # the wrapper starts several copies (mpirun, parallel, ...)
 
 
 def _segments(command: str) -> list[list[str]]:
@@ -183,42 +205,94 @@ def _torchrun(words: list[str]) -> tuple[str, str | None, str | None, list[str],
     return ("torchrun", rest[0], None, rest[1:], nproc) if rest else None
 
 
-def find_launches(commands: tuple[str, ...], script_args: tuple[str, ...] = ()) -> tuple[Launch, ...]:
-    """Every command that starts Python, in order; `"$@"` becomes the arguments given to sbatch."""
-    launches = []
-    for command in commands:
-        for segment in _segments(command):
-            words, srun, srun_options = _unwrap(segment)
-            found = _program(words)
-            if found is None:
-                continue
-            launcher, script, module, args, nproc = found
-            expanded: list[str] = []
+def _shell_command(words: list[str]) -> str | None:
+    """The command string of `bash -c "..."` / `sh -lc '...'`, else None."""
+    if not words or PurePosixPath(words[0]).name not in _SHELLS:
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        if not words[i].startswith("--") and "c" in words[i][1:]:
+            return words[i + 1] if i + 1 < len(words) else None
+        i += 1
+    return None
+
+
+def _wrapped(words: list[str]) -> tuple[str, list[str]] | None:
+    """(the tool's name, the python command) for `<tool> ... python SCRIPT ...`, else None."""
+    if not words or PurePosixPath(words[0]).name in _NOT_RUNNERS | _SHELLS:
+        return None
+    for i in range(1, len(words)):
+        head = PurePosixPath(words[i]).name
+        if (_PYTHON.match(head) or head == "torchrun") and _program(words[i:]) is not None:
+            tool = PurePosixPath(words[0]).name
+            if i > 1 and re.fullmatch(r"[a-z][a-z0-9_-]*", words[1]) and not _PYTHON.match(words[1]):
+                tool += f" {words[1]}"  # its sub-command, `tool hunt`
+            return tool, words[i:]
+    return None
+
+
+def _expand_args(args: list[str], script_args: tuple[str, ...]) -> tuple[str, ...]:
+    """The program's arguments: `"$@"` becomes sbatch's, the shell's redirections are dropped."""
+    expanded: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
             skip = False
-            for arg in args:
-                if skip:
-                    skip = False
-                elif _REDIRECT.match(arg):  # `> log`, `2>&1`, `<in`: the shell's, not the program's
-                    skip = _REDIRECT.fullmatch(arg) is not None and not arg.endswith("&1")
-                else:
-                    expanded.extend(script_args if arg in _ARGS_OF_SCRIPT else [arg])
-            launches.append(Launch(command, script, module, tuple(expanded), launcher, srun, tuple(srun_options),
-                                   nproc))
+        elif _REDIRECT.match(arg):  # `> log`, `2>&1`, `<in`: the shell's, not the program's
+            skip = _REDIRECT.fullmatch(arg) is not None and not arg.endswith("&1")
+        else:
+            expanded.extend(script_args if arg in _ARGS_OF_SCRIPT else [arg])
+    return tuple(expanded)
+
+
+# What an enclosing `srun ... bash -c` gives the commands inside it: srun, its options, "bash -c".
+_Outer = tuple[bool, list[tuple[str, str | None]], str | None]
+
+
+def _from_command(command: str, text: str, script_args: tuple[str, ...], known: dict[str, str | None],
+                  where: Callable[[str], str], outer: _Outer = (False, [], None)
+                  ) -> list[Launch]:
+    """The launches of one command line (`text`), looking inside `bash -c` once."""
+    launches = []
+    for segment in _segments(text):
+        words, srun, srun_options = _unwrap(segment)
+        srun, srun_options = srun or outer[0], [*outer[1], *srun_options]
+        inner = _shell_command(words)
+        if inner is not None and outer[2] is None:
+            launches += _from_command(command, inner.replace("\n", ";"), script_args, known, where,
+                                      (srun, srun_options, PurePosixPath(words[0]).name + " -c"))
+            continue
+        via, many = outer[2], False
+        found = _program(words)
+        if found is None and (tool := _wrapped(words)) is not None:
+            via, many = f"`{tool[0]}`", PurePosixPath(words[0]).name in _MANY_COPIES
+            inner_words, inner_srun, inner_options = _unwrap(tool[1])
+            srun, srun_options = srun or inner_srun, [*srun_options, *inner_options]
+            found = _program(inner_words)
+        if found is None:
+            continue
+        launcher, script, module, args, nproc = found
+        nproc_from = None
+        if nproc is not None and "$" in nproc and (count := resolve(nproc, known)) is not None:
+            name = re.sub(r"[:}].*", "", nproc.strip("\"'").lstrip("${"))
+            said = "the GPUs the job asked for" if count == GPU_COUNT else count
+            nproc_from = f"{nproc}, set to {said}{where(name)}" if name in known else f"{nproc}, {said}"
+            nproc = count
+        launches.append(Launch(command, script, module, _expand_args(args, script_args), launcher, srun,
+                               tuple(srun_options), nproc, nproc_from, via, many))
+    return launches
+
+
+def find_launches(commands: tuple[str, ...], script_args: tuple[str, ...] = (),
+                  lines: tuple[int, ...] = ()) -> tuple[Launch, ...]:
+    """Every command that starts Python, in order; `"$@"` becomes the arguments given to sbatch.
+
+    lines: each command's line in the job script, for messages about where a count was set."""
+    launches: list[Launch] = []
+    for i, (command, known) in enumerate(zip(commands, known_before(commands))):
+        def where(name: str, i: int = i) -> str:
+            j = set_at(commands, name, i)
+            return f" at line {lines[j]}" if j is not None and j < len(lines) else ""
+
+        launches += _from_command(command, command, script_args, known, where)
     return tuple(launches)
-
-
-@dataclass(frozen=True)
-class Started:
-    """One Python launch of the job, as the rules see it."""
-
-    launch: Launch
-    tasks_per_node: int            # Slurm tasks on one node running this command (1 without srun)
-    procs_per_task: int | None     # processes each task starts (torchrun's --nproc-per-node), None unknown
-    cpus_per_task: int | None      # CPUs the processes of one task share
-    workers: Workers | None = None  # the DataLoader workers of each process, when known
-    unread: str | None = None       # why the script was not read (missing, not Python, ...)
-    path: Path | None = None        # the script file that was read
-
-    @property
-    def per_node(self) -> int | None:
-        return None if self.procs_per_task is None else self.tasks_per_node * self.procs_per_task

@@ -16,22 +16,14 @@ import json
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+
+from jobs.facts import Need
 
 MAX_PROFILES = 400          # meta files looked at, at most, so a huge runs/ folder stays fast
 SACCT_TIMEOUT_S = 5.0
 _RSS = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)$")
 _MB = {"": 1 / 1024, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 ** 2}  # sacct's bare number is KiB
-
-
-@dataclass(frozen=True)
-class Need:
-    """Memory measured for one unit of the job (a process or a Slurm task), and where it came from."""
-
-    mb: float
-    per: str        # "process" (a kit profile of one process tree) or "task" (sacct MaxRSS)
-    source: str
 
 
 def _meta_files(folders: list[Path]) -> list[Path]:

@@ -2,7 +2,8 @@
 
 Stage two of the checker: JobScript (text) -> Resources (numbers and flags). Values that a
 script only knows at run time (`--nproc_per_node=$SLURM_GPUS_ON_NODE`) become None, and the rules
-skip them rather than guess. The Python the job starts (and its loader's workers) is `jobs/follow.py`'s.
+skip them rather than guess; a count the script set in a variable above (`N=2`) is read
+(jobs/shell_vars.py). The Python the job starts (and its loader's workers) is `jobs/follow.py`'s.
 
 GPU requests in today's forms all count: `--gres=gpu:N`, `--gres=gpu:TYPE:N`, `--gres=shard:N` (a
 share of one GPU), `--gpus=N` / `-G`, `--gpus-per-node`, `--gpus-per-task=TYPE:N`; `--cpus-per-gpu`
@@ -15,13 +16,10 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
+from jobs.facts import Need, Started
 from jobs.script import JobScript
-
-if TYPE_CHECKING:
-    from jobs.launch import Started
-    from jobs.measured import Need
+from jobs.shell_vars import known_before, resolve
 
 # Slurm's accepted --time forms (see `man sbatch`), plus the unlimited keywords.
 TIME_FORMS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
@@ -57,8 +55,8 @@ class Resources:
     nproc_per_node: int | None
     is_ddp: bool
     mem_mb_per_node: float | None      # --mem, or --mem-per-cpu x cpus, or --mem-per-gpu x gpus
-    started: tuple["Started", ...] = ()  # the Python launches (jobs/follow.py), filled in by the checker
-    measured: "Need | None" = None       # a measured memory need (jobs/measured.py), when one exists
+    started: tuple[Started, ...] = ()  # the Python launches (jobs/follow.py), filled in by the checker
+    measured: Need | None = None       # a measured memory need (jobs/measured.py), when one exists
 
 
 def _int(value: str | None) -> int | None:
@@ -164,7 +162,10 @@ def describe(job: JobScript) -> Resources:
     all_words = [word for words in commands for word in words]
     names = {PurePosixPath(w).name for w in all_words}
     uses_torchrun = "torchrun" in names or "torch.distributed.run" in all_words
-    nproc = [_int(v) for v in _flag_value(all_words, _NPROC)]
+    # `--nproc_per_node=$N` counts when the script set N above (jobs/shell_vars.py); "gpu" is no number
+    known = known_before(job.commands) + [{}]
+    nproc = [_int(resolve(v, known[i])) for i, words in enumerate(lines)
+             if words and words[0] not in {"echo", "printf"} for v in _flag_value(words, _NPROC)]
     modules = {all_words[i + 1] for i, w in enumerate(all_words[:-1]) if w == "-m"}
     is_ddp = uses_torchrun or any(n.endswith(".py") and "ddp" in n[:-3] for n in names) \
         or any("ddp" in m for m in modules)

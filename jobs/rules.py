@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
+from jobs.facts import Need, Started
 from jobs.follow import follow, launches_only
-from jobs.launch import Started
-from jobs.measured import Need, profile_need, sacct_need
+from jobs.measured import profile_need, sacct_need
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript
 from profiling.cpu_rule import main_process_cpus
@@ -34,8 +34,11 @@ METACHARS = set(" \t;&|<>()`$\\'\"*?[]{}!~#")
 # above FAR_ABOVE times it is flagged. No rule of thumb: a model's memory is the model's.
 FAR_ABOVE = 4
 # workers = CPUs (the main process gets no core of its own). Its level follows the H100
-# measurement in benchmarks/workers_equal_cpus.py; until that ran, a note (see docs/jobs.md).
+# measurement in benchmarks/workers_equal_cpus.py: never clearly slower, so a note (docs/jobs.md).
 WORKERS_FILL_CPUS_LEVEL: Level = "note"
+# The seed workshop's 1 CPU and 1 worker for each GPU process: lesson 01's measured baseline
+# (H100, docs/results.md: 7.99 s an epoch with 1 worker, 3.01 s with 4) makes it a warning.
+BASELINE_EPOCH_S, FOUR_WORKERS_EPOCH_S = 7.99, 3.01
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,14 @@ def _cpu_numbers(job: JobScript, res: Resources, s: Started, workers: int, procs
         stated = f"srun -c {cpus}"
     elif not s.launch.srun and res.tasks_per_node > 1:  # the batch step holds every task's CPUs
         stated = f"{res.cpus_option} x {res.tasks_per_node} tasks, run without srun,"
+    counted = s.launch.nproc_from
+    if counted and res.gpus_per_node:
+        counted = counted.replace("the GPUs", f"the {res.gpus_per_node} GPUs")
     return {"stated": stated, "cpus": cpus, "workers": workers, "total": total,
-            "many": f"{procs} processes x {workers} = " if procs > 1 else "",
-            "source": _source(s.workers) if s.workers else where,
+            "many": (f"{procs} processes " + (f"(--nproc-per-node={counted}) " if counted else "")
+                     + f"x {workers} = ") if procs > 1 else "",
+            "source": (_source(s.workers) if s.workers else where)
+            + (f", started by {s.launch.via}" if s.launch.via else ""),
             "need": procs * (workers + main), "main": main,
             "each": f" for each of the {procs} processes" if procs > 1 else ""}
 
@@ -106,8 +114,23 @@ def too_few_cpus(job: JobScript, res: Resources) -> Numbers | None:
     return None
 
 
+def _one_cpu_per_gpu_process(res: Resources, workers: int, procs: int, cpus: int) -> bool:
+    return bool(res.gpus_per_node) and workers == 1 and cpus == procs
+
+
+def one_cpu_gpu_process(job: JobScript, res: Resources) -> Numbers | None:
+    for s, workers, procs, cpus in _loads(job, res):
+        if _one_cpu_per_gpu_process(res, workers, procs, cpus):
+            return {**_cpu_numbers(job, res, s, workers, procs, cpus), "slow": BASELINE_EPOCH_S,
+                    "fast": FOUR_WORKERS_EPOCH_S,
+                    "whom": f"each of its {procs} GPU processes" if procs > 1 else "the GPU process"}
+    return None
+
+
 def workers_fill_cpus(job: JobScript, res: Resources) -> Numbers | None:
     for s, workers, procs, cpus in _loads(job, res):
+        if _one_cpu_per_gpu_process(res, workers, procs, cpus):
+            continue  # one-cpu-gpu-process says it, as a warning
         if workers >= 1 and workers * procs <= cpus < workers * procs + procs:
             return _cpu_numbers(job, res, s, workers, procs, cpus)
     return None
@@ -285,6 +308,11 @@ RULES: tuple[Rule, ...] = (
     Rule("workers-from-node-cores", "warning", workers_from_node_cores,
          "num_workers follows {how} ({where}), which counts every core of the node, not the job's {cpus} "
          "CPU(s): use len(os.sched_getaffinity(0)) minus the main process's CPUs"),
+    Rule("one-cpu-gpu-process", "warning", one_cpu_gpu_process,
+         "{stated} gives {whom} one CPU, which it shares with its loader worker (num_workers={workers}: "
+         "{source}): lesson 01's baseline, this setup, took {slow} s an epoch against {fast} s with 4 workers "
+         "(H100, docs/results.md); ask for CPUs for more workers (lesson 02's profile says how many), at "
+         "least --cpus-per-task={need} ({workers} worker + {main} for the main process{each})"),
     Rule("workers-fill-cpus", WORKERS_FILL_CPUS_LEVEL, workers_fill_cpus,
          "{stated} gives {cpus} CPU(s) to {many}{total} loader worker(s) (num_workers={workers}: {source}), "
          "leaving the main process no core of its own; the kit's rule is --cpus-per-task={need} "

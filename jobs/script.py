@@ -32,6 +32,8 @@ LONG_FLAGS: frozenset[str] = frozenset({
     "spread-job", "test-only", "usage", "use-min-nodes", "verbose", "version", "wait",
 })
 
+# Lines a quoted string may span before it is taken for a stray quote.
+_QUOTED_LINES = 40
 # A checker waiver: `# dljobs: allow RULE[,RULE]` anywhere in the script.
 _WAIVER = re.compile(r"#\s*dljobs:\s*allow\s+([\w,\s-]+)")
 
@@ -54,6 +56,7 @@ class JobScript:
     commands: tuple[str, ...]          # logical lines after the directives, continuations joined
     waived: frozenset[str] = field(default_factory=frozenset)
     script_args: tuple[str, ...] = ()  # arguments given after the script on the sbatch line
+    command_lines: tuple[int, ...] = ()  # the line each command starts on, for messages
 
     def get(self, name: str) -> str | None:
         """The option's value, or None when the script does not set it."""
@@ -111,7 +114,35 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
         buffer = ""
     if buffer:
         joined.append((start, buffer))
-    return joined
+    return _close_quotes(joined)
+
+
+def _open_quote(text: str) -> bool:
+    try:
+        shlex.split(text, comments=True)
+    except ValueError:
+        return True
+    return False
+
+
+def _close_quotes(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A quote left open runs on over the next lines, as in bash (`srun bash -c "` ... `"`): those
+    lines are one command. A quote that never closes within _QUOTED_LINES leaves the lines as they are."""
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        start, text = lines[i]
+        j = i
+        while _open_quote(text) and j + 1 < len(lines) and j - i < _QUOTED_LINES:
+            j += 1
+            text += "\n" + lines[j][1]
+        if _open_quote(text):
+            out.append(lines[i])
+            i += 1
+            continue
+        out.append((start, text))
+        i = j + 1
+    return out
 
 
 def _split_directive(rest: str) -> list[str]:
@@ -130,6 +161,7 @@ def parse_script(text: str, path: str = "<script>") -> JobScript:
     """
     options: dict[str, Option] = {}
     commands: list[str] = []
+    lines: list[int] = []
     waived: set[str] = set()
     in_header = True
     for number, line in _logical_lines(text):
@@ -145,7 +177,9 @@ def parse_script(text: str, path: str = "<script>") -> JobScript:
             continue
         in_header = False
         commands.append(stripped)
-    return JobScript(path=path, options=options, commands=tuple(commands), waived=frozenset(waived))
+        lines.append(number)
+    return JobScript(path=path, options=options, commands=tuple(commands), waived=frozenset(waived),
+                     command_lines=tuple(lines))
 
 
 def split_sbatch_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -170,7 +204,7 @@ def with_command_line(job: JobScript, sbatch_options: list[str], script_args: li
     options = dict(job.options)
     for opt in _normalise(sbatch_options, "command line"):
         options[opt.name] = opt
-    return JobScript(job.path, options, job.commands, job.waived, tuple(script_args))
+    return JobScript(job.path, options, job.commands, job.waived, tuple(script_args), job.command_lines)
 
 
 def read_script(path: str | Path) -> JobScript:

@@ -2,12 +2,18 @@
 
 It records, per function scope, every assignment to a name, every way a dict gets a
 `num_workers` key (a literal, `d["num_workers"] = v`, `d.update(...)`), the argparse flags by
-their `dest`, the names bound to `parse_args()`, and the DataLoader calls, each marked when it
-sits under an `if` that tests CUDA. Nothing is evaluated here.
+their `dest`, the names bound to `parse_args()`, the DataLoader calls, each marked when it
+sits under an `if` that tests CUDA, the other calls given a `num_workers=` keyword (a trainer
+library's data module), the script's functions and methods by name, and what it imports. Nothing
+is evaluated here.
 """
 from __future__ import annotations
 
 import ast
+
+
+# Calls whose num_workers= is a dict's key or a parser's default, not a loader's workers.
+_NOT_LOADERS = frozenset({"dict", "update", "setdefault", "set_defaults", "Namespace", "add_argument"})
 
 
 def mentions_cuda(node: ast.AST) -> bool:
@@ -29,6 +35,9 @@ class ScriptIndex(ast.NodeVisitor):
         self.flags: dict[str, ast.Call] = {}                                  # argparse dest -> add_argument
         self.parsed: set[str] = set()                                         # names holding parse_args()
         self.loaders: list[tuple[str, ast.Call]] = []
+        self.worker_calls: list[tuple[str, ast.Call]] = []                    # Other(num_workers=...) calls
+        self.functions: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}  # name -> defs
+        self.imports: dict[str, tuple[str, str | None]] = {}  # local name -> (module, name in it or None)
         self._cuda = 0
         self._scope = ""
 
@@ -42,11 +51,22 @@ class ScriptIndex(ast.NodeVisitor):
             scope = scope.rsplit(".", 1)[0]
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.functions.setdefault(node.name, []).append((f"{self._scope}.{node.name}", node))
         outer, self._scope = self._scope, f"{self._scope}.{node.name}"
         self.generic_visit(node)
         self._scope = outer
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname or "." not in alias.name:
+                self.imports[alias.asname or alias.name] = (alias.name, None)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            self.imports[alias.asname or alias.name] = (module, alias.name)
 
     def visit_If(self, node: ast.If) -> None:
         cuda = mentions_cuda(node.test)
@@ -82,6 +102,8 @@ class ScriptIndex(ast.NodeVisitor):
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name.endswith("DataLoader"):
             self.loaders.append((self._scope, node))
+        elif name not in _NOT_LOADERS and any(kw.arg == "num_workers" for kw in node.keywords):
+            self.worker_calls.append((self._scope, node))
         elif name == "add_argument":
             self._flag(node)
         elif name == "update" and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):

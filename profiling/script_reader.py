@@ -10,9 +10,14 @@ training. So the script is parsed with `ast` and only the shapes people write ar
     parser.add_argument("--workers", default=4) ... args.workers   a flag: its default, or the
                                                              value given on the job's command line
     int(os.environ["SLURM_CPUS_PER_TASK"]), len(os.sched_getaffinity(0)), os.cpu_count()
+    def cpus(): return int(os.environ["SLURM_CPUS_PER_TASK"]) - 1  one level into the script's own
+                                                             function or method, or a module beside it
+    SomeDataModule(num_workers=8)                            any call's `num_workers=`, when no
+                                                             DataLoader(...) call gives the number
 
-Anything else (a value from a config file, a function's parameter, arithmetic on unknowns) is
-reported as unknown: the caller says nothing about a number it cannot know.
+Anything else (a value from a config file, a function's parameter, arithmetic on unknowns, a
+helper that calls another helper) is reported as unknown: the caller says nothing about a number
+it cannot know.
 """
 from __future__ import annotations
 
@@ -22,10 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from profiling.argv import flag_value
+from profiling.script_functions import AFFINITY, CPU_VARIABLES, Function, definitions, returns
 from profiling.script_index import ScriptIndex, mentions_cuda
 
-# Environment variables that hold the CPUs of one Slurm task.
-CPU_VARIABLES = frozenset({"SLURM_CPUS_PER_TASK"})
 # A command-line value that is the task's CPUs: $SLURM_CPUS_PER_TASK, ${...}, $((SLURM_CPUS_PER_TASK - 1)).
 _SHELL_CPUS = re.compile(r"^\$(?:\{SLURM_CPUS_PER_TASK\}|SLURM_CPUS_PER_TASK|\(\(\s*\$?SLURM_CPUS_PER_TASK\s*"
                          r"(?:-\s*(\d+)\s*)?\)\))$")
@@ -60,8 +64,13 @@ class ScriptRead:
 class _Evaluator:
     """Turn one expression into Workers, following names, dicts and argparse flags."""
 
-    def __init__(self, index: ScriptIndex, name: str, argv: list[str], cpus: int | None) -> None:
+    def __init__(self, index: ScriptIndex, name: str, argv: list[str], cpus: int | None,
+                 env: dict[str, int] | None = None, folder: Path | None = None) -> None:
         self.index, self.name, self.argv, self.cpus = index, name, argv, cpus
+        # The CPU variables the process sees (unset ones are absent); by default the task's CPUs.
+        self.env = env if env is not None else ({} if cpus is None else {"SLURM_CPUS_PER_TASK": cpus})
+        self.folder = folder          # where modules the script imports are looked for (None: not looked)
+        self.in_helper = False        # inside a followed function: its calls are not followed again
         self.scope = ""  # the function whose names are looked up (set per DataLoader call)
         self.active: set[str] = set()  # names and dicts being resolved now: a cycle is unknown, not a hang
 
@@ -135,10 +144,10 @@ class _Evaluator:
         if value.isdigit():
             return Workers(int(value), "the job's command line", f"{flag} {value}")
         match = _SHELL_CPUS.match(value)
-        if match and self.cpus is not None:
+        cpus = self.env.get("SLURM_CPUS_PER_TASK")  # unset: the shell passes an empty word
+        if match and cpus is not None:
             offset = int(match.group(1) or 0)
-            return Workers(max(self.cpus - offset, 0), "the job's command line", f"{flag} {value}",
-                           follows_cpus=True)
+            return Workers(max(cpus - offset, 0), "the job's command line", f"{flag} {value}", follows_cpus=True)
         return Workers(None, "the job's command line", f"{flag} {value}")
 
     def _call(self, node: ast.Call, depth: int) -> Workers:
@@ -158,16 +167,53 @@ class _Evaluator:
                 pick = min if func == "min" else max
                 chosen = pick(parts, key=lambda p: p.value)  # type: ignore[arg-type, return-value]
                 return replace(chosen, how=f"{func}({', '.join(p.how for p in parts)})", where=self.at(node))
-        return self.unknown(node, f"`{ast.unparse(node)}`")
+        helper = None if self.in_helper else self._helper(node)
+        return helper or self.unknown(node, f"`{ast.unparse(node)}`")
+
+    def _helper(self, node: ast.Call) -> Workers | None:
+        """A call to the script's own function (or a method, or one in a module beside it), followed
+        one level: what its returns give on the path the job runs, or None when it is not one."""
+        found = self._definitions(node.func)
+        if not found:
+            return None
+        results = []
+        for evaluator, scope, func in found:
+            paths = returns(func)
+            missing = {unset for _, unset in paths if unset and unset not in evaluator.env and unset != AFFINITY}
+            # A variable the job does not set sends it down that variable's fallbacks, else the main path.
+            taken = [value for value, unset in paths if (unset in missing if missing else unset is None)]
+            outer = evaluator.scope, evaluator.in_helper
+            evaluator.scope, evaluator.in_helper = scope, True
+            try:
+                results += [evaluator.expr(value) for value in taken]
+            finally:
+                evaluator.scope, evaluator.in_helper = outer
+        called = f"{ast.unparse(node.func)}()"
+        if not results:
+            return self.unknown(node, f"{called}, which returns no value")
+        one = _one_of(results, self.unknown(node, f"{called}, which returns different values"))
+        if one.value is None and not one.node_cores:
+            return self.unknown(node, f"{called} returns {one.how} ({one.where})")
+        return replace(one, where=self.at(node), how=f"{one.how}, returned by {called} ({one.where})")
+
+    def _definitions(self, func: ast.expr) -> list[tuple[_Evaluator, str, Function]]:
+        """The definitions a call may run, each with the evaluator of its file."""
+        found = []
+        for index, name, scope, definition in definitions(self.index, func, self.folder):
+            evaluator = self if index is self.index else _Evaluator(index, name, self.argv, self.cpus, self.env)
+            found.append((evaluator, scope, definition))
+        return found
 
     def _environ(self, node: ast.expr, key: ast.expr, default: ast.expr | None) -> Workers:
         name = key.value if isinstance(key, ast.Constant) else None
         if not (isinstance(node, ast.Call) or ast.unparse(node).startswith(("os.environ[", "environ["))):
             return self.unknown(node, f"`{ast.unparse(node)}`")
         if name in CPU_VARIABLES:
-            if self.cpus is None and default is not None:  # the job sets no --cpus-per-task: the default runs
+            if name in self.env:
+                return Workers(self.env[name], self.at(node), name, follows_cpus=True)
+            if default is not None:  # the job does not set the variable: the default runs
                 return replace(self.expr(default), how=f"the default of {name} (the job does not set it)")
-            return self._cpus(node, name)
+            return self.unknown(node, f"{name}, which this job does not set")
         return self.unknown(node, f"the environment variable {name}")
 
     def _cpus(self, node: ast.AST, how: str) -> Workers:
@@ -264,6 +310,17 @@ def loader_workers(index: ScriptIndex, evaluator: _Evaluator) -> Workers | None:
             results.append(evaluator.unknown(call, f"`**{ast.unparse(spreads[0])}`"))
         else:
             results.append(Workers(0, evaluator.at(call), "the DataLoader's default"))
+    # A data module's num_workers=, unless the job's command line may set it (`data.num_workers=8`).
+    if not any(w.value is not None for w in results) and not any("workers" in a for a in evaluator.argv):
+        for scope, call in index.worker_calls:
+            evaluator.scope = scope
+            keyword = next(kw for kw in call.keywords if kw.arg == "num_workers")
+            found = evaluator.expr(keyword.value)
+            where = evaluator.at(keyword.value)
+            if found.value is not None:
+                called = f"passed to {ast.unparse(call.func)}()"
+                results.append(replace(found, where=where, how=called if found.how == "literal" else
+                                       f"{found.how}, {called}"))
     if not results:
         return None
     known = [w for w in results if w.value is not None]
@@ -295,19 +352,23 @@ def declared_default(script: Path, flag: str) -> object | None:
     return None
 
 
-def read_workers(source: str, name: str, argv: list[str] | None = None, cpus: int | None = None) -> Workers | None:
+def read_workers(source: str, name: str, argv: list[str] | None = None, cpus: int | None = None,
+                 env: dict[str, int] | None = None, folder: Path | None = None) -> Workers | None:
     """The DataLoader workers of a script given as text (SyntaxError/ValueError propagate).
 
     argv: the arguments the job passes to the script; cpus: the CPUs one process of it sees
-    (None when the job does not say). None means the script builds no DataLoader itself.
+    (None when the job does not say); env: the Slurm CPU variables set for it (default:
+    SLURM_CPUS_PER_TASK = cpus); folder: where the modules it imports are looked for. None means
+    the script builds no DataLoader and passes no num_workers= itself.
     """
     tree = ast.parse(source, filename=name)
     index = ScriptIndex()
     index.visit(tree)
-    return loader_workers(index, _Evaluator(index, name, list(argv or []), cpus))
+    return loader_workers(index, _Evaluator(index, name, list(argv or []), cpus, env, folder))
 
 
-def read_script(path: Path, argv: list[str] | None = None, cpus: int | None = None) -> ScriptRead:
+def read_script(path: Path, argv: list[str] | None = None, cpus: int | None = None,
+                env: dict[str, int] | None = None) -> ScriptRead:
     """Read one script file; a missing, binary or broken file gives a `problem`, never an exception."""
     shown = path.name
     try:
@@ -317,7 +378,7 @@ def read_script(path: Path, argv: list[str] | None = None, cpus: int | None = No
     if b"\0" in raw:
         return ScriptRead(str(path), problem=f"{path} is not a text file")
     try:
-        return ScriptRead(str(path), workers=read_workers(raw.decode("utf-8"), shown, argv, cpus))
+        return ScriptRead(str(path), workers=read_workers(raw.decode("utf-8"), shown, argv, cpus, env, path.parent))
     except UnicodeDecodeError:
         return ScriptRead(str(path), problem=f"{path} is not UTF-8 text")
     except SyntaxError as err:

@@ -74,3 +74,83 @@ def test_self_referring_names_and_dicts_are_unknown_and_fast():
     found = read_workers(HEAD + body + "DataLoader(x, num_workers=n)\n", "p.py")
     assert found is not None and found.value is None
     assert read_workers(HEAD + body + "DataLoader(x, **a)\n", "p.py").value == 0
+
+
+# A helper function, followed one level: (case, body, env the job sets, value, fragment of `how`)
+HELPERS = [
+    ("returns-variable", "def w():\n    return int(os.environ['SLURM_CPUS_PER_TASK'])\nDataLoader(ds, num_workers=w())",
+     {"SLURM_CPUS_PER_TASK": 6}, 6, "SLURM_CPUS_PER_TASK, returned by w() (train.py:4)"),
+    ("minus-constant", "def w():\n    n = len(os.sched_getaffinity(0))\n    return n - 1\n"
+     "DataLoader(ds, num_workers=w())",
+     {}, 7, "len(os.sched_getaffinity(0)) - 1, returned by w()"),
+    ("on-node", "def w():\n    return int(os.getenv('SLURM_CPUS_ON_NODE', 2))\nDataLoader(ds, num_workers=w())",
+     {"SLURM_CPUS_ON_NODE": 8}, 8, "SLURM_CPUS_ON_NODE"),
+    ("constant", "def w():\n    return 3\nDataLoader(ds, num_workers=w())", {}, 3, "literal, returned by w()"),
+    ("try-set", "def w():\n    try:\n        return int(os.environ['SLURM_CPUS_PER_TASK'])\n    except KeyError:\n"
+     "        return os.cpu_count()\nDataLoader(ds, num_workers=w())", {"SLURM_CPUS_PER_TASK": 4}, 4,
+     "SLURM_CPUS_PER_TASK"),
+    ("try-unset-fallback", "def w():\n    try:\n        return int(os.environ['SLURM_CPUS_PER_TASK'])\n"
+     "    except KeyError:\n"
+     "        return 2\nDataLoader(ds, num_workers=w())", {}, 2, "literal, returned by w()"),
+    ("guard-set", "def w():\n    if 'SLURM_CPUS_PER_TASK' not in os.environ:\n        return 1\n"
+     "    return int(os.environ['SLURM_CPUS_PER_TASK']) - 2\nDataLoader(ds, num_workers=w())",
+     {"SLURM_CPUS_PER_TASK": 8}, 6, "SLURM_CPUS_PER_TASK - 2"),
+    ("guard-alias-unset", "def w():\n    n = os.environ.get('SLURM_CPUS_PER_TASK')\n    if n:\n        return int(n)\n"
+     "    return os.cpu_count()\nDataLoader(ds, num_workers=w())", {}, None, "os.cpu_count()"),
+    ("affinity-or-count", "def w():\n    try:\n        return len(os.sched_getaffinity(0)) - 1\n"
+     "    except AttributeError:\n        return os.cpu_count() - 1\nDataLoader(ds, num_workers=w())", {}, 7,
+     "len(os.sched_getaffinity(0)) - 1"),
+    ("hasattr-guard", "def w():\n    if hasattr(os, 'sched_getaffinity'):\n"
+     "        return len(os.sched_getaffinity(0))\n    return 4\nDataLoader(ds, num_workers=w())", {}, 8,
+     "len(os.sched_getaffinity(0))"),
+    ("value-test-both-paths", "def w():\n    n = int(os.environ['SLURM_CPUS_PER_TASK'])\n    if n > 8:\n"
+     "        return 8\n    return n\nDataLoader(ds, num_workers=w())", {"SLURM_CPUS_PER_TASK": 4}, None,
+     "returns different values"),
+    ("method", "class T:\n    def nw(self):\n        return len(os.sched_getaffinity(0))\n    def dl(self):\n"
+     "        return DataLoader(ds, num_workers=self.nw())", {}, 8, "returned by self.nw()"),
+    ("two-returns-differ", "def w(fast):\n    if fast:\n        return 8\n    return 0\n"
+     "DataLoader(ds, num_workers=w(1))",
+     {}, None, "returns different values"),
+    ("parameter", "def w(n):\n    return n - 1\nDataLoader(ds, num_workers=w(4))", {}, None, "returns `n - 1`"),
+    ("two-levels", "def a():\n    return 4\ndef b():\n    return a()\nDataLoader(ds, num_workers=b())", {}, None,
+     "a()"),
+    ("data-module", "class Data:\n    def __init__(self, num_workers=0):\n        self.nw = num_workers\n"
+     "    def train(self):\n        return DataLoader(ds, num_workers=self.nw)\nData(batch_size=4, num_workers=5)",
+     {}, 5, "passed to Data()"),
+    ("loader-known-wins", "make_loader(ds, num_workers=9)\nDataLoader(ds, num_workers=2)", {}, 2, "literal"),
+    ("module-only", "import lightning as L\ndm = L.SomeDataModule('data/', num_workers=int(os.environ['N']))",
+     {}, None, "no DataLoader"),
+]
+
+
+@pytest.mark.parametrize("case, body, env, value, how", HELPERS, ids=[c[0] for c in HELPERS])
+def test_helpers_are_followed_one_level_and_data_modules_count(case, body, env, value, how):
+    found = read_workers(HEAD + textwrap.dedent(body) + "\n", "train.py", [], 8, env)
+    if how == "no DataLoader":  # an unknown data-module value and no loader: nothing to say
+        assert found is None
+        return
+    assert found is not None and found.value == value, found
+    assert how in found.how, found
+
+
+def test_a_data_module_value_the_command_line_may_override_is_not_taken():
+    body = HEAD + "Data(num_workers=4)\nargparse.ArgumentParser().set_defaults(num_workers=9)\n"
+    assert read_workers(body, "fit.py", [], 8).value == 4
+    assert read_workers(body, "fit.py", ["data.num_workers=1"], 8) is None
+
+
+def test_a_helper_in_a_module_beside_the_script(tmp_path):
+    """`from helpers import w` and `import tools as t; t.w()`: the module's file is read, never run."""
+    (tmp_path / "helpers.py").write_text("import os\nraise SystemExit('run!')\n\ndef w():\n"
+                                         "    return int(os.environ['SLURM_CPUS_PER_TASK']) - 1\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "tools.py").write_text("def w():\n    return 5\n")
+    script = tmp_path / "train.py"
+    script.write_text(HEAD + "from helpers import w\nDataLoader(ds, num_workers=w())\n")
+    read = read_script(script, [], 4, {"SLURM_CPUS_PER_TASK": 4})
+    assert read.workers is not None and (read.workers.value, read.workers.where) == (3, "train.py:4")
+    assert "returned by w() (helpers.py:5)" in read.workers.how
+    script.write_text(HEAD + "import pkg.tools as t\nDataLoader(ds, num_workers=t.w())\n")
+    assert read_script(script, [], 4).workers.value == 5
+    script.write_text(HEAD + "from elsewhere import w\nDataLoader(ds, num_workers=w())\n")  # not beside it
+    assert read_script(script, [], 4).workers.value is None
