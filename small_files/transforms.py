@@ -1,5 +1,5 @@
-"""The per-image work of lesson 9's trainer: one home, so that the trainer and the read-time
-measurements (measure.py, readtime.py) decode and augment exactly the same way."""
+"""The per-image work of lesson 9's trainer on many small files: one home, so that the trainer and
+the read-time measurements (measure.py, readtime.py) decode and augment exactly the same way."""
 from __future__ import annotations
 
 from torchvision import transforms

@@ -268,7 +268,7 @@ TOPICS = {
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
         *REPO.glob("jobs/**/*.sh"), *REPO.glob("profiling/*.py"), *REPO.glob("multi_gpu/*.py"),
         *REPO.glob("benchmarks/*"), *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh"),
-        *REPO.glob("small_files/*.py")]
+        *REPO.glob("small_files/*.py"), *REPO.glob("digits/*.py")]
 
 
 def test_every_lesson_named_in_code_exists_and_has_that_topic() -> None:
