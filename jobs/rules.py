@@ -270,7 +270,7 @@ def shards_with_gpus(job: JobScript, res: Resources) -> Numbers | None:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("cpus-for-workers", "error", too_few_cpus,
+    Rule("cpus-for-workers", "note", too_few_cpus,
          "{stated} gives {cpus} CPU(s) to {many}{total} loader worker(s) (num_workers={workers}: {source}), so "
          "the workers outnumber the CPUs: ask for --cpus-per-task={need} ({workers} workers + {main} for the "
          "main process{each})"),
@@ -296,16 +296,16 @@ RULES: tuple[Rule, ...] = (
     Rule("ntasks-not-per-node", "warning", ntasks_instead_of_per_node,
          "--ntasks={ntasks} lets Slurm place tasks on any node; for one task per GPU on each node "
          "write --ntasks-per-node={per_node}"),
-    Rule("one-gpu-per-node", "warning", one_gpu_per_node,
+    Rule("one-gpu-per-node", "note", one_gpu_per_node,
          "{nodes} nodes with one GPU each: every step crosses the network; ask for the GPUs on fewer "
          "nodes (e.g. --nodes=1 --gres=gpu:{nodes}) unless the site forces this"),
     Rule("array-shared-log", "warning", array_tasks_share_a_log,
          "{option} has neither %a nor %j, so every task of the array writes the same log; "
          "use e.g. %x-%A_%a.out"),
-    Rule("mem-far-above-need", "warning", memory_far_above_need,
+    Rule("mem-far-above-need", "note", memory_far_above_need,
          "--mem asks for {asked} per node, far above the {need} measured for {units} {per} on a node "
          "({source}); a smaller request starts sooner"),
-    Rule("workers-from-node-cores", "warning", workers_from_node_cores,
+    Rule("workers-from-node-cores", "note", workers_from_node_cores,
          "num_workers follows {how} ({where}), which counts every core of the node, not the job's {cpus} "
          "CPU(s): use len(os.sched_getaffinity(0)) minus the main process's CPUs"),
     Rule("one-cpu-gpu-process", "warning", one_cpu_gpu_process,
