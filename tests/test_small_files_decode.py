@@ -166,3 +166,24 @@ def test_nvjpeg_decodes_as_the_cpu_does(folder):
     on_gpu = decode(data, sizes, torch.device("cuda"))
     on_cpu = decode(data, sizes, torch.device("cpu"))
     assert all((g.cpu().int() - c.int()).abs().float().mean() < 1.0 for g, c in zip(on_gpu, on_cpu))
+
+
+# ---------------------------------------------------------------- the report: decoding is the cost
+def test_advice_names_gpu_decoding_when_the_loop_waits_and_the_workers_mostly_decode():
+    from dataclasses import replace
+
+    from profiling.advice import advise
+    from profiling.records import JobFacts, LoopSummary
+    starved = LoopSummary(file="small_files/train.py", function="train", header_line=1, batches=200,
+                          wait_seconds=6.0, compute_seconds=2.0)
+    fed = replace(starved, wait_seconds=0.01)
+    facts = JobFacts(cpus=16, gpus=1, num_workers=14)
+    decoding = replace(facts, read_share=0.03, read_ms=2.6, decode_ms=95.3)  # the H100 node's split
+    reading = replace(facts, read_share=0.83, read_ms=1133.2, decode_ms=229.3)  # sshfs, cold
+    advice = advise(starved, decoding)
+    [why] = [r for r in advice.reasons if r.startswith("Decoding, not reading, is the workers' work")]
+    assert "95.3 ms per batch decoding" in why and "2.6 ms opening" in why and "(3% reads)" in why
+    assert "--decode gpu" in why and "lesson 09" in why and "lessons/09-small-files.md" in why
+    assert "decode_on_gpu" in advice.fired_rules and "workers_from_starved_loop" in advice.fired_rules
+    for loop, split in ((fed, decoding), (starved, reading), (starved, facts)):  # fed, reads, or not measured
+        assert "decode_on_gpu" not in advise(loop, split).fired_rules
