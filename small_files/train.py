@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                            "torch": torch.__version__, "device": str(device),
                            "data_source": f"{kind} {args.data} ({len(train_loader.dataset)} images, "
-                                          f"{workers} workers, decode on {args.decode})"})
+                                          f"{workers} workers{', on the GPU' if args.decode == 'gpu' else ''})"})
     net = resnet18(classes).to(device)
     if args.channels_last:
         net = net.to(memory_format=torch.channels_last)
