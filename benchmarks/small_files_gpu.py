@@ -81,7 +81,9 @@ def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, 
     m = json.loads(metrics.read_text())
     start, end = m["epoch_clock"][0]
     util, n = gpu_busy(sampler.rows, wall0, start, end)
-    return {"images": m["train_images"], "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
+    share = m["settings"].get("gpu_decode_share", 1.0)
+    return {"decode": decode if decode == "cpu" or share == 1 else f"gpu, nvJPEG {100 * share:.0f} %",
+            "images": m["train_images"], "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
             "data_wait_pct": 100 * m["data_wait_fraction"],
             "loader_wait_pct": 100 * m["loader_wait_seconds"] / m["train_seconds"],
             "gpu_util_pct": util, "gpu_samples": n}

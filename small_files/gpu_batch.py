@@ -29,14 +29,38 @@ from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 SCALE, RATIO, TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10
 
-Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (all JPEG bytes, uint8), (byte counts), (labels)
+# (JPEG bytes of the images nvJPEG decodes, uint8), (their byte counts), (labels of the whole batch),
+# (the other images, decoded by the worker: (K, 3, H, W) uint8, or a list when their sizes differ)
+Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor]]
 
 
-def pack(jpegs: Sequence[bytes], labels: Sequence[int]) -> Packed:
-    """One batch of undecoded images as three tensors: cheap to hand from a worker to the main process."""
-    joined = bytearray(b"".join(jpegs))
+def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0) -> Packed:
+    """One batch, cheap to hand from a worker to the main process: the first `gpu_share` of its
+    images stay JPEG bytes for nvJPEG, the rest the worker decodes itself (libjpeg-turbo, no
+    augmentation), so that the CPUs take the part of the decoding that nvJPEG cannot keep up with."""
+    on_gpu = round(gpu_share * len(jpegs))
+    joined = bytearray(b"".join(jpegs[:on_gpu]))
     data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)
-    return data, torch.tensor([len(j) for j in jpegs], dtype=torch.int64), torch.tensor(labels, dtype=torch.int64)
+    decoded: torch.Tensor | list[torch.Tensor] = [
+        decode_jpeg(torch.frombuffer(bytearray(j), dtype=torch.uint8), mode=ImageReadMode.RGB) for j in jpegs[on_gpu:]]
+    if decoded and len({d.shape for d in decoded}) == 1:
+        decoded = torch.stack(decoded)
+    return (data, torch.tensor([len(j) for j in jpegs[:on_gpu]], dtype=torch.int64),
+            torch.tensor(labels, dtype=torch.int64), decoded)
+
+
+class Packer:
+    """pack() with a fixed share, as a picklable callable for the loader's workers."""
+
+    def __init__(self, gpu_share: float = 1.0) -> None:
+        self.gpu_share = gpu_share
+
+    def __call__(self, jpegs: Sequence[bytes], labels: Sequence[int]) -> Packed:
+        return pack(jpegs, labels, self.gpu_share)
+
+    def samples(self, samples: Sequence[tuple[bytes, int]]) -> Packed:
+        """As a DataLoader collate_fn: (bytes, label) samples of an image folder."""
+        return pack([data for data, _ in samples], [label for _, label in samples], self.gpu_share)
 
 
 def crop_boxes(heights: torch.Tensor, widths: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -66,8 +90,10 @@ def crop_boxes(heights: torch.Tensor, widths: torch.Tensor, generator: torch.Gen
 
 
 def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A small CPU tensor to the device without waiting for the GPU (a pageable copy would)."""
-    return t.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else t
+    """A CPU tensor to the device without waiting for the GPU (a pageable copy would)."""
+    if device.type != "cuda":
+        return t
+    return (t if t.is_pinned() else t.pin_memory()).to(device, non_blocking=True)
 
 
 def augment(images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor, size: int) -> torch.Tensor:
@@ -85,6 +111,8 @@ def augment(images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor, size
 
 def decode(data: torch.Tensor, sizes: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
     """nvJPEG on the whole batch in one call (decode_jpeg on a list); RGB, (3, H, W) uint8 each."""
+    if len(sizes) == 0:
+        return []
     parts = list(torch.split(data, sizes.tolist()))
     return decode_jpeg(parts, mode=ImageReadMode.RGB, device=device)
 
@@ -122,8 +150,12 @@ class GpuBatches:
         return len(self.loader)  # type: ignore[arg-type]
 
     def batch(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
-        data, sizes, labels = packed
-        images, heights, widths = stack(decode(data, sizes, self.device))
+        data, sizes, labels, decoded = packed
+        if isinstance(decoded, torch.Tensor):
+            decoded = list(_to(decoded, self.device).unbind()) if len(decoded) else []
+        else:
+            decoded = [_to(d, self.device) for d in decoded]
+        images, heights, widths = stack(decode(data, sizes, self.device) + decoded)
         boxes = crop_boxes(heights, widths, self.generator)
         flips = torch.rand(len(labels), generator=self.generator) < 0.5
         return augment(images, boxes, flips, self.size).contiguous(memory_format=self.memory_format), labels
@@ -191,6 +223,3 @@ class GpuBatches:
             helper.join(timeout=10)
 
 
-def pack_samples(samples: Sequence[tuple[bytes, int]]) -> Packed:
-    """A DataLoader collate_fn: (bytes, label) samples of an image folder, packed as one batch."""
-    return pack([data for data, _ in samples], [label for _, label in samples])

@@ -40,6 +40,16 @@ from small_files.shards import ShardError, is_shard_dir, read_index
 from small_files.transforms import DecodeBatch, read_bytes, test_transform, train_transform
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Lesson 1's training and loader flags; the data flags are this lesson's."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -62,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode", choices=["cpu", "gpu"], default="cpu",
                    help="cpu: the workers decode and augment each image; gpu: the workers read bytes, "
                         "the batch is decoded (nvJPEG) and augmented on the GPU")
+    p.add_argument("--gpu-decode-share", type=_share, default=1.0, metavar="F",
+                   help="with --decode gpu: the share of each batch that nvJPEG decodes; the workers decode "
+                        "the rest (no augmentation), for when nvJPEG alone cannot keep up with the GPU")
     p.add_argument("--warmup-steps", type=int, default=0, metavar="N",
                    help="N untimed steps on random images first (weights restored after), so the timed "
                         "epoch starts with CUDA's and nvJPEG's start-up done")
@@ -122,7 +135,8 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     args.gpu_resident = False  # make_loaders of lesson 1's script reads it
     gpu = args.decode == "gpu"
     if gpu:
-        from small_files.gpu_batch import pack, pack_samples  # needs torchvision.io only on this path
+        from small_files.gpu_batch import Packer  # needs torchvision.io only on this path
+        packer = Packer(args.gpu_decode_share)
     val = args.val
     if args.no_test:
         val = None
@@ -132,7 +146,7 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     common = loader_options(args, device)
     test_loader = DataLoader(test_ds, batch_size=args.test_batch_size, **common) if test_ds else None
     if is_shard_dir(args.data):
-        make_batch = pack if gpu else DecodeBatch(train_transform(args.image_size))
+        make_batch = packer if gpu else DecodeBatch(train_transform(args.image_size))
         train_ds = ShardBatches(args.data, args.batch_size, make_batch, *ddp_rank())
         train_loader = DataLoader(train_ds, batch_size=None, **common)
         return FirstBatch(train_loader, train_ds.samples), test_loader, len(read_index(args.data)["classes"])
@@ -143,7 +157,7 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
         raise lesson1.SetupError(f"--data {args.data}: not an image folder or shard folder ({exc})") from None
     if gpu:  # lesson 1's loader, with the bytes packed per batch instead of stacked tensors
         train_loader = DataLoader(train_ds, batch_size=args.batch_size, sampler=shuffled(train_ds, args.seed),
-                                  generator=torch.Generator().manual_seed(args.seed), collate_fn=pack_samples,
+                                  generator=torch.Generator().manual_seed(args.seed), collate_fn=packer.samples,
                                   **common)
     else:
         train_loader, _ = lesson1.make_loaders(args, train_ds, train_ds, device)
@@ -263,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             "gpu_decode_seconds": getattr(batches.loader, "prepare", 0.0),
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,
                          "batch_size": args.batch_size, "image_size": args.image_size, "device": str(device),
-                         "decode": args.decode, "cuda_graph": args.cuda_graph,
+                         "decode": args.decode, "gpu_decode_share": args.gpu_decode_share,
+                         "cuda_graph": args.cuda_graph,
                          "amp": args.amp and device.type == "cuda", "channels_last": args.channels_last,
                          "seed": args.seed, "cpus_allowed": lesson1.usable_cpus()}})
     return 0

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image
@@ -26,7 +27,7 @@ from small_files.shardread import ShardBatches, my_batches
 from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
 CUDA = torch.cuda.is_available()
 
 
@@ -119,15 +120,24 @@ def test_decoding_a_packed_batch_matches_pil_and_pads_mixed_sizes(folder):
     small = io.BytesIO()
     Image.open(paths[0]).convert("RGB").resize((40, 30)).save(small, format="JPEG")
     jpegs = [p.read_bytes() for p in paths] + [small.getvalue()]
-    data, sizes, labels = pack(jpegs, [0, 1, 2, 3, 0])
+    data, sizes, labels, none = pack(jpegs, [0, 1, 2, 3, 0])
+    assert none == [] and sizes.tolist() == [len(j) for j in jpegs]
     images = decode(data, sizes, torch.device("cpu"))
     for jpeg, image in zip(jpegs, images):
-        pil = torch.from_numpy(__import__("numpy").asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))).permute(2, 0, 1)
+        pil = torch.from_numpy(np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))).permute(2, 0, 1)
         assert image.shape == pil.shape and (image.int() - pil.int()).abs().max() <= 2
     batch, heights, widths = stack(images)
     assert batch.shape == (5, 3, 48, 48) and heights.tolist()[-1] == 30 and widths.tolist()[-1] == 40
-    x, y = GpuBatches([(data, sizes, labels)], torch.device("cpu"), 32, seed=0).batch((data, sizes, labels))
+    x, y = GpuBatches([], torch.device("cpu"), 32, seed=0).batch((data, sizes, labels, none))
     assert x.shape == (5, 3, 32, 32) and torch.isfinite(x).all() and y.tolist() == [0, 1, 2, 3, 0]
+    # A share of 0.6: the first 3 stay bytes for nvJPEG, the worker decodes the last 2 (one tensor per size).
+    data3, sizes3, labels3, decoded = pack(jpegs, [0, 1, 2, 3, 0], gpu_share=0.6)
+    assert len(sizes3) == 3 and isinstance(decoded, list) and [d.shape for d in decoded] == [(3, 48, 48), (3, 30, 40)]
+    assert torch.equal(decoded[0], images[3]) and torch.equal(decoded[1], images[4])
+    same = pack(jpegs[:4], [0, 1, 2, 3], gpu_share=0.5)[3]
+    assert isinstance(same, torch.Tensor) and same.shape == (2, 3, 48, 48)
+    x2, y2 = GpuBatches([], torch.device("cpu"), 32, seed=0).batch((data3, sizes3, labels3, decoded))
+    torch.testing.assert_close(x2, x)  # the same seed: the same crops of the same pixels, wherever decoded
 
 
 # ---------------------------------------------------------------- the trainer's switch
@@ -147,8 +157,9 @@ def test_decode_gpu_without_cuda_is_one_line_exit_2(folder):
 def test_decode_gpu_trains_from_folder_and_shards_with_the_same_first_batch(folder, tmp_path):
     shards.write_shards(folder / "train", tmp_path / "shards", 16, seed=1)
     labels = {}
-    for name, data in (("folder", folder / "train"), ("shards", tmp_path / "shards")):
-        out = _train("--data", str(data), "--decode", "gpu", "--image-size", "32", "--batch-size", "8",
+    for name, data, share in (("folder", folder / "train", "1"), ("shards", tmp_path / "shards", "0.5")):
+        out = _train("--data", str(data), "--decode", "gpu", "--gpu-decode-share", share, "--cuda-graph",
+                     "--image-size", "32", "--batch-size", "8",
                      "--max-steps", "3", "--num-workers", "2", "--warmup-steps", "1", "--amp", "--channels-last",
                      "--val", str(folder / "val"), "--metrics-json", str(tmp_path / f"{name}.json"))
         assert out.returncode == 0, out.stderr[-2000:]
@@ -162,7 +173,7 @@ def test_decode_gpu_trains_from_folder_and_shards_with_the_same_first_batch(fold
 @pytest.mark.skipif(not CUDA, reason="nvJPEG decoding needs a CUDA GPU")
 def test_nvjpeg_decodes_as_the_cpu_does(folder):
     jpegs = [p.read_bytes() for p in sorted((folder / "train").rglob("*.jpg"))[:8]]
-    data, sizes, _ = pack(jpegs, [0] * 8)
+    data, sizes, _, _ = pack(jpegs, [0] * 8)
     on_gpu = decode(data, sizes, torch.device("cuda"))
     on_cpu = decode(data, sizes, torch.device("cpu"))
     assert all((g.cpu().int() - c.int()).abs().float().mean() < 1.0 for g, c in zip(on_gpu, on_cpu))
