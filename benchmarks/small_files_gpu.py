@@ -1,8 +1,8 @@
 """ResNet-18 on one GPU from the image folder and from its shards: local disk or sshfs, cold or
 warm page cache, JPEGs decoded by the loader's workers (--decode cpu) or on the GPU (--decode gpu).
 
-Why: lesson 09 claims that once decoding leaves the CPUs, the file layout decides whether the GPU
-is busy. Each row is one run of small_files/train.py for one epoch, after --warmup-steps untimed
+Why: lesson 09 (many small files) claims that once decoding leaves the CPUs, the file layout
+decides whether the GPU is busy. Each row is one run of small_files/train.py for one epoch, after --warmup-steps untimed
 steps; its images/s and data wait come from the trainer's metrics, and the GPU utilisation from
 NVML sampled every 50 ms (profiling.sampling.Sampler) and averaged over the timed epoch only (the
 trainer writes the epoch's wall-clock start and end). Cold = the source evicted from the page

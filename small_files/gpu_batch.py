@@ -1,4 +1,4 @@
-"""Decode and augment a whole batch on the GPU: the `--decode gpu` path of lesson 9's trainer.
+"""Decode and augment a whole batch on the GPU: the `--decode gpu` path of lesson 9 (many small files).
 
 Why: on a GPU node the loader's workers spend almost all their time decoding JPEGs and cropping
 them (95 ms of 98 ms a batch of 64 on the H100 node), so the file layout cannot change the
