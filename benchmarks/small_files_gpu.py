@@ -1,31 +1,38 @@
-"""ResNet-18 from the image folder against its shards on one GPU, local disk, cold and warm cache.
+"""ResNet-18 on one GPU from the image folder and from its shards: local disk or sshfs, cold or
+warm page cache, JPEGs decoded by the loader's workers (--decode cpu) or on the GPU (--decode gpu).
 
-Why: lesson 09 says shards keep a GPU busy where many small files do not. This runs
-image_classify.py under `python -m profiling run --sample-gpu` four times (folder cold, folder
-warm, shards cold, shards warm; cold = page cache evicted just before) and tabulates images/s,
-the data-wait share of the training loop, and the GPU utilisation that NVML sampled about once
-a second (mean over the samples from the first to the last non-zero one, i.e. the training
-window without start-up).
+Why: lesson 09 (many small files) claims that once decoding leaves the CPUs, the file layout
+decides whether the GPU is busy. Each row is one run of small_files/train.py for one epoch, after --warmup-steps untimed
+steps; its images/s and data wait come from the trainer's metrics, and the GPU utilisation from
+NVML sampled every 50 ms (profiling.sampling.Sampler) and averaged over the timed epoch only (the
+trainer writes the epoch's wall-clock start and end). Cold = the source evicted from the page
+cache just before (and, over sshfs, a fresh mount); warm = the run right after the cold one.
 
-    python benchmarks/small_files_gpu.py --out-dir $OUT/small-files-gpu       # on a GPU node
+    python benchmarks/small_files_gpu.py --root /tmp/sf --out-dir $OUT/table -- --batch-size 256 --amp --channels-last
 
-The data is generated under --root first if missing (50,000 JPEGs, 160 px; 16 cores: ~1 min).
+`--io-samples N` adds 1-worker read rates (bytes only) of the folder and the shards, both readers.
+The data is generated under --root first if missing (50,000 JPEGs, 160 px; 16 cores: ~5 s).
 """
 from __future__ import annotations
 
 import argparse
-import csv
+import contextlib
+import itertools
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from small_files import cache, shards
+from profiling.sampling import Sampler
+from small_files import cache, remote, shards
 from small_files.generate import generate
+from small_files.measure import read_rate
 
 REPO = Path(__file__).resolve().parents[1]
+SAMPLE_EVERY = 0.05  # 20 Hz
 
 
 def parse_args() -> argparse.Namespace:
@@ -33,35 +40,120 @@ def parse_args() -> argparse.Namespace:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--root", type=Path, default=Path("data/small-files"))
     p.add_argument("--train", type=int, default=50_000)
-    p.add_argument("--per-shard", type=int, default=1024, help="the shard size to compare with the folder")
-    p.add_argument("--workers", type=int, default=None, help="default: CPUs minus 2 (see tuned.sbatch)")
+    p.add_argument("--per-shard", type=int, default=1024)
+    p.add_argument("--workers", type=int, default=None, help="default: CPUs minus 2")
+    p.add_argument("--sources", default="folder,shards")
+    p.add_argument("--places", default="local,sshfs")
+    p.add_argument("--decodes", default="gpu,cpu")
+    p.add_argument("--caches", default="cold,warm")
+    p.add_argument("--warmup-steps", type=int, default=10)
+    p.add_argument("--io-samples", type=int, default=0, help="also time 1-worker reads of N samples (0: no)")
+    p.add_argument("--decode-batches", type=int, default=0,
+                   help="also time decoding alone on the GPU: N batches, then decoding with the augmentation")
     p.add_argument("--out-dir", type=Path, required=True)
-    p.add_argument("--runs", default="folder-cold,folder-warm,shards-cold,shards-warm")
-    p.add_argument("train_args", nargs="*", help="extra image_classify.py flags, after --",
-                   default=["--batch-size", "256", "--amp", "--channels-last", "--epochs", "1"])
+    p.add_argument("train_args", nargs="*", help="more small_files/train.py flags, after --",
+                   default=["--batch-size", "256", "--amp", "--channels-last"])
     return p.parse_args()
 
 
-def gpu_busy(samples_csv: Path) -> tuple[float | None, int]:
-    """Mean GPU utilisation over the training window and the number of samples in it."""
-    if not samples_csv.is_file():
-        return None, 0
-    util = [float(r["util_pct"]) for r in csv.DictReader(samples_csv.open())
-            if r.get("device") != "cpu" and r.get("util_pct") not in (None, "")]
-    busy = [i for i, u in enumerate(util) if u > 0]
-    if not busy:
-        return None, 0
-    window = util[busy[0]:busy[-1] + 1]
-    return sum(window) / len(window), len(window)
+def gpu_busy(rows: list[tuple], wall0: float, start: float, end: float) -> tuple[float | None, int]:
+    """Mean NVML utilisation of gpu0 over [start, end] (wall clock) and the number of samples."""
+    util = [r[2] for r in rows if r[1] == "gpu0" and start <= wall0 + r[0] <= end and not math.isnan(r[2])]
+    return (sum(util) / len(util) if util else None), len(util)
+
+
+def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, log: Path) -> dict:
+    """One epoch of small_files/train.py, with NVML sampled beside it."""
+    metrics = log.with_suffix(".json")
+    cmd = [sys.executable, "small_files/train.py", "--data", str(data), "--decode", decode,
+           "--num-workers", str(workers), "--no-test", "--epochs", "1", "--warmup-steps", str(args.warmup_steps),
+           "--metrics-json", str(metrics), *args.train_args]
+    with open(log, "w") as out:
+        out.write("$ " + " ".join(cmd) + "\n")
+        out.flush()
+        child = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        sampler = Sampler(child.pid, interval=SAMPLE_EVERY)
+        wall0 = time.time()
+        with sampler:
+            code = child.wait()
+    if code != 0 or not metrics.is_file():
+        return {"error": f"exit {code}; see {log.name}"}
+    m = json.loads(metrics.read_text())
+    start, end = m["epoch_clock"][0]
+    util, n = gpu_busy(sampler.rows, wall0, start, end)
+    share = m["settings"].get("gpu_decode_share", 1.0)
+    return {"decode": decode if decode == "cpu" or share == 1 else f"gpu, nvJPEG {100 * share:.0f} %",
+            "images": m["train_images"], "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
+            "data_wait_pct": 100 * m["data_wait_fraction"],
+            "loader_wait_pct": 100 * m["loader_wait_seconds"] / m["train_seconds"],
+            "gpu_util_pct": util, "gpu_samples": n}
+
+
+@contextlib.contextmanager
+def place(path: Path, where: str):
+    """The path as the trainer sees it: itself, or a fresh sshfs mount of it."""
+    if where == "local":
+        yield path
+    else:
+        with remote.sshfs_mount(path) as mount:
+            yield mount
+
+
+def io_rows(sources: dict[str, Path], args: argparse.Namespace) -> list[dict]:
+    """1-worker read rates (bytes only), cold over sshfs and on local disk, then warm on local disk."""
+    rows = []
+    readers = [("folder", "index"), ("shards", "index"), ("shards", "webdataset")]
+    for where, state in (("sshfs", "cold"), ("local", "cold"), ("local", "warm")):
+        for name, reader in readers:
+            if state == "cold":
+                cache.evict(sources[name])
+            with place(sources[name], where) as path:
+                r = read_rate(path, 1, args.io_samples, reader=reader)
+            rows.append({"place": where, "cache": state, "source": name, "reader": reader, "workers": 1, **r})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def decode_rates(shard_dir: Path, batches: int, batch_size: int = 256) -> dict:
+    """Images/s of nvJPEG alone and of nvJPEG + crop + flip + normalise, on the main thread, synchronised."""
+    import torch
+
+    from small_files.gpu_batch import GpuBatches, decode, pack
+    from small_files.shardread import ShardBatches
+    packed = list(itertools.islice(iter(ShardBatches(shard_dir, batch_size, pack)), batches))
+    device = torch.device("cuda")
+    gpu = GpuBatches(packed, device, 128, seed=0)
+    gpu.warm_up(batch_size)
+    rates = {}
+    for name, work in (("decode", lambda p: decode(p[0], p[1], device)), ("decode_augment", gpu.batch)):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for p in packed:
+            work(p)
+        torch.cuda.synchronize()
+        rates[f"{name}_images_per_s"] = batches * batch_size / (time.perf_counter() - t0)
+    return {"batch_size": batch_size, "batches": batches, **rates}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| source | place | cache | decode | images/s | data wait | of it, waiting for workers | GPU busy "
+             "(NVML, 20 Hz) | samples |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['source']} | {r['place']} | {r['cache']} | {r['decode']} | {r['error']} |||||")
+            continue
+        util = "n/a" if r["gpu_util_pct"] is None else f"{r['gpu_util_pct']:.0f} %"
+        lines.append(f"| {r['source']} | {r['place']} | {r['cache']} | {r['decode']} | {r['images_per_s']:.0f} | "
+                     f"{r['data_wait_pct']:.0f} % | {r['loader_wait_pct']:.0f} % | {util} | {r['gpu_samples']} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     args = parse_args()
-    cpus = len(os.sched_getaffinity(0))
-    workers = args.workers if args.workers is not None else max(cpus - 2, 0)
+    workers = args.workers if args.workers is not None else max(len(os.sched_getaffinity(0)) - 2, 0)
     if not (args.root / "train").is_dir():
         t0 = time.perf_counter()
-        generate(args.root, train=args.train, val=0)
+        generate(args.root, train=args.train, val=1_000)
         print(f"generated {args.train} images in {time.perf_counter() - t0:.0f} s", flush=True)
     shard_dir = args.root / f"shards-{args.per_shard}"
     if not shards.is_shard_dir(shard_dir):
@@ -70,37 +162,32 @@ def main() -> int:
         print(f"sharded in {time.perf_counter() - t0:.0f} s", flush=True)
     sources = {"folder": args.root / "train", "shards": shard_dir}
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    if args.decode_batches:
+        rates = decode_rates(shard_dir, args.decode_batches)
+        print(json.dumps(rates), flush=True)
+        (args.out_dir / "decode.json").write_text(json.dumps(rates) + "\n")
+    if args.io_samples:
+        (args.out_dir / "io.jsonl").write_text("".join(json.dumps(r) + "\n" for r in io_rows(sources, args)))
     rows = []
-    for run in args.runs.split(","):
-        source, state = run.split("-")
-        method = cache.evict(sources[source]) if state == "cold" else "none"
-        out = args.out_dir / run
-        metrics = out / "metrics.json"
-        cmd = [sys.executable, "-m", "profiling", "run", "--sample-gpu", "--output-dir", str(out), "--",
-               "image_classify.py", "--data", str(sources[source]), "--num-workers", str(workers),
-               "--persistent-workers", "--no-test", "--metrics-json", str(metrics), *args.train_args]
-        print("$ " + " ".join(cmd), flush=True)
-        with open(args.out_dir / f"{run}.log", "w") as log:
-            code = subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-        if code != 0 or not metrics.is_file():
-            print(f"{run}: exit {code}; see {args.out_dir / f'{run}.log'}", flush=True)
-            continue
-        m = json.loads(metrics.read_text())
-        util, n = gpu_busy(out / "image_classify.samples.csv")
-        row = {"run": run, "evicted_with": method, "workers": workers, "images": m["train_images"],
-               "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
-               "data_wait_pct": 100 * m["data_wait_fraction"], "gpu_util_pct": util, "gpu_samples": n}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    lines = ["| run | workers | images | seconds | images/s | data wait | GPU busy (NVML, mean) | samples |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        util = "n/a" if r["gpu_util_pct"] is None else f"{r['gpu_util_pct']:.0f} %"
-        lines.append(f"| {r['run']} | {r['workers']} | {r['images']} | {r['seconds']:.1f} | {r['images_per_s']:.0f} | "
-                     f"{r['data_wait_pct']:.0f} % | {util} | {r['gpu_samples']} |")
-    (args.out_dir / "table.md").write_text("\n".join(lines) + "\n")
-    (args.out_dir / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
-    print("\n".join(lines))
+    for where, decode, source in itertools.product(args.places.split(","), args.decodes.split(","),
+                                                   args.sources.split(",")):
+        for state in args.caches.split(","):
+            if state == "cold":
+                cache.evict(sources[source])
+            name = f"{source}-{where}-{state}-{decode}"
+            t0 = time.perf_counter()
+            try:
+                with place(sources[source], where) as path:
+                    result = train_once(path, decode, workers, args, args.out_dir / f"{name}.log")
+            except (remote.SshfsUnavailable, OSError) as exc:
+                result = {"error": str(exc).splitlines()[-1][:120]}
+            row = {"source": source, "place": where, "cache": state, "decode": decode, "workers": workers, **result,
+                   "wall_s": time.perf_counter() - t0}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            (args.out_dir / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")  # kept if a limit stops us
+            (args.out_dir / "table.md").write_text(table(rows))
+    print(table(rows))
     return 0
 
 

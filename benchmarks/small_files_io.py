@@ -44,23 +44,26 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=20_000, help="samples read per measurement (bytes rows)")
     p.add_argument("--decoded-samples", type=int, default=3_000, help="samples per decoded row (0: none)")
     p.add_argument("--image-size", type=int, default=128)
+    p.add_argument("--readers", default="index,webdataset",
+                   help="how to read the shards: the kit's indexed reader and/or WebDataset's tar reader")
     p.add_argument("--out-dir", type=Path, required=True, help="raw.jsonl, table.md and machine.json go here")
     return p.parse_args()
 
 
-def prepare(root: Path, train: int, sizes: list[int]) -> dict[str, Path]:
+def prepare(root: Path, train: int, sizes: list[int], readers: list[str]) -> dict[str, tuple[Path, str]]:
     folder = root / "train"
     if not folder.is_dir():
         print(f"generating {train} images under {root} ...", flush=True)
         generate(root, train=train, val=1_000)
-    sources = {"folder": folder}
+    sources = {"folder": (folder, "index")}
     for n in sizes:
         out = root / f"shards-{n}"
         if not shards.is_shard_dir(out) or shards.read_index(out)["per_shard"] != n:
             t0 = time.perf_counter()
             shards.write_shards(folder, out, n, seed=1)
             print(f"sharded {folder} into {out} ({n} a shard) in {time.perf_counter() - t0:.0f} s", flush=True)
-        sources[f"shards-{n}"] = out
+        for reader in readers:
+            sources[f"shards-{n}" + ("" if reader == "index" else f" ({reader})")] = (out, reader)
     return sources
 
 
@@ -76,16 +79,16 @@ def _cpu_model() -> str:
     return platform.processor()
 
 
-def measure(condition: str, source: Path, args: argparse.Namespace, decode: bool) -> dict:
+def measure(condition: str, source: Path, reader: str, args: argparse.Namespace, decode: bool) -> dict:
     samples = args.decoded_samples if decode else args.samples
     if condition == "local warm":
         read_rate(source, args.workers, samples, decode=False)  # fill the cache with what is read next
-        return read_rate(source, args.workers, samples, decode, image_size=args.image_size)
+        return read_rate(source, args.workers, samples, decode, image_size=args.image_size, reader=reader)
     cache.evict(source)
     if condition == "local cold":
-        return read_rate(source, args.workers, samples, decode, image_size=args.image_size)
+        return read_rate(source, args.workers, samples, decode, image_size=args.image_size, reader=reader)
     with remote.sshfs_mount(source) as mount:
-        return read_rate(mount, args.workers, samples, decode, image_size=args.image_size)
+        return read_rate(mount, args.workers, samples, decode, image_size=args.image_size, reader=reader)
 
 
 def table(rows: list[dict]) -> str:
@@ -103,7 +106,7 @@ def table(rows: list[dict]) -> str:
 def main() -> int:
     args = parse_args()
     sizes = [int(x) for x in args.per_shard.split(",")]
-    sources = prepare(args.root, args.train, sizes)
+    sources = prepare(args.root, args.train, sizes, args.readers.split(","))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     before = machine()
     rows = []
@@ -112,11 +115,12 @@ def main() -> int:
         plan += [("sshfs cold", "decoded"), ("local warm", "decoded")]
     with open(args.out_dir / "raw.jsonl", "w") as raw:
         for condition, what in plan:
-            for name, path in sources.items():
+            for name, (path, reader) in sources.items():
                 if what == "decoded" and name not in ("folder", f"shards-{max(sizes)}"):
                     continue
                 row = {"condition": condition, "what": what, "source": name, "workers": args.workers,
-                       **measure(condition, path, args, what == "decoded"), "load_average_1min": os.getloadavg()[0]}
+                       **measure(condition, path, reader, args, what == "decoded"),
+                       "load_average_1min": os.getloadavg()[0]}
                 print(json.dumps(row), flush=True)
                 raw.write(json.dumps(row) + "\n")
                 rows.append(row)

@@ -163,6 +163,12 @@ RULES: tuple[Rule, ...] = (
          "opening and reading files and {decode_ms:.1f} ms decoding ({read_pct:.0f}% reads), so more workers "
          "mostly queue more file requests. Group the files into shards (`python -m small_files shard`) or "
          "copy them to node-local disk at the start of the job (jobs/templates/small-files-staged.sbatch)."),
+    Rule("decode_on_gpu", "advice", lambda n: n.loader_bound and n.io_known and not n.reads_dominate,
+         "Decoding, not reading, is the workers' work: {decode_ms:.1f} ms per batch decoding and transforming "
+         "images against {read_ms:.1f} ms opening and reading files ({read_pct:.0f}% reads). On a GPU node the "
+         "next step is to decode there: with `--decode gpu` (small_files/train.py) the workers hand over the "
+         "JPEG bytes only and each batch is decoded with nvJPEG and cropped in one batched call; see "
+         "lesson 09 (many small files), lessons/09-small-files.md, section 7."),
     Rule("workers_from_main_process", "advice",
          lambda n: n.basis == "estimate" and n.current_workers == 0 and n.raw_workers is not None
          and not n.reads_dominate,

@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--samples", type=_count, default=None, help="stop after N samples (default: all)")
     r.add_argument("--decode", action="store_true", help="decode and transform too, as training does")
     r.add_argument("--cold", action="store_true", help="evict SOURCE from the page cache first")
+    r.add_argument("--reader", choices=["index", "webdataset"], default="index",
+                   help="shards: the kit's indexed reader (as training reads) or WebDataset's tar reader")
     t = verbs.add_parser("split", help="per batch, the workers' file open/read time against decode/transform time")
     t.add_argument("source", type=Path)
     t.add_argument("--workers", type=_count, default=2)
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.cold:
                 cache.evict(args.source)
             print(json.dumps({"source": str(args.source), "workers": args.workers, "decode": args.decode,
-                              **read_rate(args.source, args.workers, args.samples, args.decode)}))
+                              **read_rate(args.source, args.workers, args.samples, args.decode, reader=args.reader)}))
         elif args.verb == "split":
             from small_files.readtime import split
             _exists(args.source, "source")

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-SSHD = "/usr/sbin/sshd"
+SSHD = os.environ.get("SMALL_FILES_SSHD", "/usr/sbin/sshd")  # another place: an unpacked .deb on a bare node
 PRIVSEP_DIR = Path("/run/sshd")
 
 

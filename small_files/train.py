@@ -6,19 +6,22 @@ copied. What changes:
 
 1. the data is an ImageFolder of JPEGs (`python -m small_files generate`) or the WebDataset
    shards made from it (`python -m small_files shard`); --data points at either;
-2. each image is decoded and augmented in the loader's workers, so loading is real work;
+2. each image is decoded and augmented in the loader's workers, so loading is real work; with
+   --decode gpu the workers only read bytes, and the batch is decoded and augmented on the GPU;
 3. the model is torchvision's ResNet-18, trained with SGD.
 
 With the same --seed, the folder and the shards written with that seed give the same batches.
 
     python small_files/train.py --data data/small-files/train --epochs 1
-    python small_files/train.py --data data/small-files/shards-64 --epochs 1
+    python small_files/train.py --data data/small-files/shards-64 --epochs 1 --decode gpu
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -27,11 +30,24 @@ import torch.optim as optim
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import DataLoader
 from torchvision import datasets, models
+from torchvision.datasets.folder import IMG_EXTENSIONS
 
 import mnist_classify as lesson1
-from small_files.shards import ShardError, is_shard_dir, read_index, shard_dataset
-from small_files.transforms import test_transform, train_transform
+from digits.data import shuffled
+from digits.graphed_step import GraphedStep
+from small_files.shardread import ShardBatches, ddp_rank
+from small_files.shards import ShardError, is_shard_dir, read_index
+from small_files.transforms import DecodeBatch, read_bytes, test_transform, train_transform
 
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of weights and order; shards written with --seed S hold the folder's order for S")
     p.add_argument("--log-interval", type=lesson1.positive_int, default=20, metavar="N")
     p.add_argument("--dry-run", action="store_true", help="one batch per epoch")
+    p.add_argument("--decode", choices=["cpu", "gpu"], default="cpu",
+                   help="cpu: the workers decode and augment each image; gpu: the workers read bytes, "
+                        "the batch is decoded (nvJPEG) and augmented on the GPU")
+    p.add_argument("--gpu-decode-share", type=_share, default=1.0, metavar="F",
+                   help="with --decode gpu: the share of each batch that nvJPEG decodes; the workers decode "
+                        "the rest (no augmentation), for when nvJPEG alone cannot keep up with the GPU")
+    p.add_argument("--warmup-steps", type=int, default=0, metavar="N",
+                   help="N untimed steps on random images first (weights restored after), so the timed "
+                        "epoch starts with CUDA's and nvJPEG's start-up done")
     g = p.add_argument_group("data loading (as in lesson 1's script)")
     g.add_argument("--num-workers", type=lesson1._workers, default=1, metavar="N|auto")
     g.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=None)
@@ -62,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--device", choices=["auto", "cuda", "cpu", "mps"], default="auto")
     g.add_argument("--amp", action="store_true", help="bf16 autocast on CUDA")
     g.add_argument("--channels-last", action="store_true")
+    g.add_argument("--cuda-graph", action="store_true",
+                   help="replay the training step as one CUDA graph (lesson 1's GraphedStep): one launch "
+                        "instead of hundreds, so the main process keeps up with the GPU (CUDA only)")
     g.add_argument("--max-steps", type=lesson1.positive_int, default=None, metavar="N")
     g.add_argument("--sync-timing", action="store_true")
     g.add_argument("--metrics-json", type=Path, default=None, metavar="PATH")
@@ -69,10 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class FirstBatch:
-    """The loader, passed through, remembering the first batch's labels (folder = shards check)."""
+    """The loader, passed through, remembering the first batch's labels (folder = shards check).
+    `dataset` is only asked for its length: the images an epoch reads."""
 
-    def __init__(self, loader: DataLoader) -> None:
-        self.loader, self.dataset, self.labels = loader, loader.dataset, None
+    def __init__(self, loader, images: int) -> None:
+        self.loader, self.dataset, self.labels = loader, range(images), None
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -84,35 +113,76 @@ class FirstBatch:
             yield data, target
 
 
+def loader_options(args: argparse.Namespace, device: torch.device) -> dict:
+    """The DataLoader flags of lesson 1's script, for the loaders built here."""
+    pin = lesson1.effective_pin_memory(args, device)
+    workers = lesson1.resolve_num_workers(args.num_workers, int(device.type == "cuda"), pin)
+    common = {"num_workers": workers, "pin_memory": pin}
+    if workers > 0:
+        common["persistent_workers"] = args.persistent_workers
+        if args.prefetch_factor is not None:
+            common["prefetch_factor"] = args.prefetch_factor
+    return common
+
+
 def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstBatch, DataLoader | None, int]:
-    """Training loader (folder: lesson 1's seeded sampler; shards: their written order), test loader, classes."""
+    """Training loader (folder: lesson 1's seeded sampler; shards: their written order), test loader, classes.
+
+    With --decode gpu a training batch is (JPEG bytes, byte counts, labels), for gpu_batch.GpuBatches.
+    """
     if not args.data.is_dir():
         raise lesson1.SetupError(f"--data {args.data}: no such folder")
     args.gpu_resident = False  # make_loaders of lesson 1's script reads it
+    gpu = args.decode == "gpu"
+    if gpu:
+        from small_files.gpu_batch import Packer  # needs torchvision.io only on this path
+        packer = Packer(args.gpu_decode_share)
     val = args.val
     if args.no_test:
         val = None
     elif val is None and (args.data.parent / "val").is_dir() and args.data.name == "train":
         val = args.data.parent / "val"
     test_ds = datasets.ImageFolder(str(val), test_transform(args.image_size)) if val else None
+    common = loader_options(args, device)
+    test_loader = DataLoader(test_ds, batch_size=args.test_batch_size, **common) if test_ds else None
     if is_shard_dir(args.data):
-        train_ds = shard_dataset(args.data, train_transform(args.image_size))
-        classes = len(read_index(args.data)["classes"])
-        workers = lesson1.resolve_num_workers(args.num_workers)
-        common = {"num_workers": workers, "pin_memory": lesson1.effective_pin_memory(args, device)}
-        if workers > 0:
-            common["persistent_workers"] = args.persistent_workers
-            if args.prefetch_factor is not None:
-                common["prefetch_factor"] = args.prefetch_factor
-        train_loader = DataLoader(train_ds, batch_size=args.batch_size, **common)
-        test_loader = DataLoader(test_ds, batch_size=args.test_batch_size, **common) if test_ds else None
-        return FirstBatch(train_loader), test_loader, classes
+        make_batch = packer if gpu else DecodeBatch(train_transform(args.image_size))
+        train_ds = ShardBatches(args.data, args.batch_size, make_batch, *ddp_rank())
+        train_loader = DataLoader(train_ds, batch_size=None, **common)
+        return FirstBatch(train_loader, train_ds.samples), test_loader, len(read_index(args.data)["classes"])
     try:
-        train_ds = datasets.ImageFolder(str(args.data), train_transform(args.image_size))
+        train_ds = datasets.DatasetFolder(str(args.data), read_bytes, extensions=IMG_EXTENSIONS) if gpu else \
+            datasets.ImageFolder(str(args.data), train_transform(args.image_size))
     except (FileNotFoundError, RuntimeError) as exc:
         raise lesson1.SetupError(f"--data {args.data}: not an image folder or shard folder ({exc})") from None
-    train_loader, test_loader = lesson1.make_loaders(args, train_ds, test_ds or train_ds, device)
-    return FirstBatch(train_loader), test_loader if test_ds else None, len(train_ds.classes)
+    if gpu:  # lesson 1's loader, with the bytes packed per batch instead of stacked tensors
+        train_loader = DataLoader(train_ds, batch_size=args.batch_size, sampler=shuffled(train_ds, args.seed),
+                                  generator=torch.Generator().manual_seed(args.seed), collate_fn=packer.samples,
+                                  **common)
+    else:
+        train_loader, _ = lesson1.make_loaders(args, train_ds, train_ds, device)
+    return FirstBatch(train_loader, len(train_ds)), test_loader, len(train_ds.classes)
+
+
+def warm_up(args: argparse.Namespace, net: nn.Module, device: torch.device, optimizer: optim.Optimizer,
+            classes: int, step: GraphedStep | None) -> None:
+    """--warmup-steps steps on random images (a CUDA graph is captured there), then the weights
+    and optimizer state as they were, restored in place so that a captured graph stays valid."""
+    saved = copy.deepcopy(net.state_dict()), copy.deepcopy(optimizer.state_dict())
+    fake = [(torch.randn(args.batch_size, 3, args.image_size, args.image_size),
+             torch.randint(classes, (args.batch_size,))) for _ in range(args.warmup_steps)]
+    quiet = argparse.Namespace(**{**vars(args), "log_interval": 1 << 30, "dry_run": False})
+    lesson1.train(quiet, net, device, FirstBatch(fake, len(fake) * args.batch_size), optimizer, 0,
+                  max_steps=args.warmup_steps, step=step)
+    net.load_state_dict(saved[0])  # copies into the same tensors
+    if step is None:
+        optimizer.load_state_dict(saved[1])
+        return
+    with torch.no_grad():  # SGD's momentum starts at the first gradient: a zero buffer gives the same step
+        for state in optimizer.state.values():
+            for value in state.values():
+                if torch.is_tensor(value):
+                    value.zero_()
 
 
 def resnet18(classes: int) -> nn.Module:
@@ -120,8 +190,12 @@ def resnet18(classes: int) -> nn.Module:
     return nn.Sequential(models.resnet18(num_classes=classes), nn.LogSoftmax(dim=1))
 
 
-def make_optimizer(args: argparse.Namespace, net: nn.Module) -> optim.Optimizer:
-    """SGD with momentum and a little weight decay: the usual recipe for ResNets."""
+def make_optimizer(args: argparse.Namespace, net: nn.Module, device: torch.device) -> optim.Optimizer:
+    """SGD with momentum and a little weight decay: the usual recipe for ResNets. For a CUDA graph
+    the rate lives in a device tensor (the schedule fills it) and the step is one fused kernel."""
+    if args.cuda_graph:
+        return optim.SGD(net.parameters(), lr=torch.tensor(args.lr, device=device), momentum=0.9,
+                         weight_decay=5e-5, fused=True)
     return optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-5)
 
 
@@ -130,12 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     prog = Path(sys.argv[0]).name
     try:
         device = lesson1.resolve_device(args.device)
+        for flag, wanted in (("--decode gpu", args.decode == "gpu"), ("--cuda-graph", args.cuda_graph)):
+            if wanted and device.type != "cuda":
+                raise lesson1.SetupError(f"{flag} needs a CUDA device, and this run's device is {device.type}")
         torch.manual_seed(args.seed)
         train_loader, test_loader, classes = make_loaders(args, device)
     except (lesson1.SetupError, ShardError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    workers = lesson1.resolve_num_workers(args.num_workers)
+    workers = train_loader.loader.num_workers
     kind = "shards" if is_shard_dir(args.data) else "image folder"
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
@@ -144,18 +221,32 @@ def main(argv: list[str] | None = None) -> int:
                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                            "torch": torch.__version__, "device": str(device),
                            "data_source": f"{kind} {args.data} ({len(train_loader.dataset)} images, "
-                                          f"{workers} workers)"})
+                                          f"{workers} workers{', on the GPU' if args.decode == 'gpu' else ''})"})
     net = resnet18(classes).to(device)
     if args.channels_last:
         net = net.to(memory_format=torch.channels_last)
-    optimizer = make_optimizer(args, net)
+    optimizer = make_optimizer(args, net, device)
+    step = GraphedStep(net, optimizer, args.amp) if args.cuda_graph else None
     scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
+    batches = train_loader
+    if args.decode == "gpu":
+        from small_files.gpu_batch import GpuBatches
+        gpu = GpuBatches(train_loader.loader, device, args.image_size, args.seed,
+                         torch.channels_last if args.channels_last else torch.contiguous_format)
+        batches = FirstBatch(gpu, len(train_loader.dataset))
+        if args.warmup_steps:
+            batches.loader.warm_up(args.batch_size)
+    if args.warmup_steps:
+        warm_up(args, net, device, optimizer, classes, step)
     seconds, data_wait, steps, images, accuracy = 0.0, 0.0, 0, 0, float("nan")
     epoch_seconds, epoch_images, epoch_wait = [], [], []  # per epoch: a sweep times the epochs after the first
+    epoch_clock = []  # wall-clock start and end of each epoch: what a GPU sampler outside can cut its samples to
     try:
         for epoch in range(1, args.epochs + 1):
             left = None if args.max_steps is None else args.max_steps - steps
-            stats = lesson1.train(args, net, device, train_loader, optimizer, epoch, max_steps=left)
+            began = time.time()
+            stats = lesson1.train(args, net, device, batches, optimizer, epoch, max_steps=left, step=step)
+            epoch_clock.append([began, time.time()])
             seconds += stats["seconds"]
             epoch_seconds.append(stats["seconds"])
             epoch_images.append(stats["images"])
@@ -172,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {str(exc).strip().splitlines()[-1].removeprefix('small_files.shards.ShardError: ')}",
               file=sys.stderr)
         return 2
-    print(f"first batch labels: {' '.join(map(str, (train_loader.labels or [])[:16]))}")
+    print(f"first batch labels: {' '.join(map(str, (batches.labels or [])[:16]))}")
     print(f"trained {steps} steps, {images} images in {seconds:.2f} s ({images / seconds:.0f} images/s); "
           f"data wait {data_wait:.2f} s ({100 * data_wait / seconds:.0f}%)")
     if args.metrics_json is not None:
@@ -181,9 +272,13 @@ def main(argv: list[str] | None = None) -> int:
             "epoch_seconds": epoch_seconds, "epoch_images": epoch_images,
             "epoch_data_wait_seconds": epoch_wait, "data_wait_seconds": data_wait,
             "data_wait_fraction": data_wait / seconds, "steps": steps, "train_images": images,
-            "test_accuracy": accuracy, "first_batch_labels": train_loader.labels,
+            "test_accuracy": accuracy, "first_batch_labels": batches.labels, "epoch_clock": epoch_clock,
+            "loader_wait_seconds": getattr(batches.loader, "loader_wait", data_wait),
+            "gpu_decode_seconds": getattr(batches.loader, "prepare", 0.0),
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,
                          "batch_size": args.batch_size, "image_size": args.image_size, "device": str(device),
+                         "decode": args.decode, "gpu_decode_share": args.gpu_decode_share,
+                         "cuda_graph": args.cuda_graph,
                          "amp": args.amp and device.type == "cuda", "channels_last": args.channels_last,
                          "seed": args.seed, "cpus_allowed": lesson1.usable_cpus()}})
     return 0

@@ -277,4 +277,4 @@ def test_advice_says_group_or_stage_instead_of_more_workers_when_reads_dominate(
     [why] = [r for r in reads.reasons if r.startswith("Many small files: group them or stage them.")]
     assert "80.0 ms per batch opening and reading files and 20.0 ms decoding (80% reads)" in why
     assert "many_small_files" not in decoding.fired_rules and "workers_from_starved_loop" in decoding.fired_rules
-    assert decoding.fired_rules == unknown.fired_rules
+    assert [r for r in decoding.fired_rules if r != "decode_on_gpu"] == unknown.fired_rules

@@ -1,0 +1,225 @@
+"""Decode and augment a whole batch on the GPU: the `--decode gpu` path of lesson 9 (many small files).
+
+Why: on a GPU node the loader's workers spend almost all their time decoding JPEGs and cropping
+them (95 ms of 98 ms a batch of 64 on the H100 node), so the file layout cannot change the
+speed: the CPUs decide. Here the workers only hand over each image's bytes; the main process
+decodes the batch with nvJPEG (`torchvision.io.decode_jpeg` on a list, one batched call) and
+does the random resized crop, flip and normalisation for all images at once.
+
+The crop is one `torchvision.ops.roi_align` call over a box per image (bilinear sampling,
+averaged over as many points per output pixel as the box is larger than the output, so a
+shrink is smoothed as an antialiased resize would be). Transforms v2 on a batch tensor would
+crop every image the same way, and a Python loop of per-image crops was measured 9x slower
+than one kernel for all of them (issue 36). The crop boxes are drawn on the CPU with a seeded
+generator, as torchvision's RandomResizedCrop draws them (10 tries, then a centre crop).
+"""
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+import torch
+from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg
+from torchvision.ops import roi_align
+
+from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
+
+SCALE, RATIO, TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10
+
+# (JPEG bytes of the images nvJPEG decodes, uint8), (their byte counts), (labels of the whole batch),
+# (the other images, decoded by the worker: (K, 3, H, W) uint8, or a list when their sizes differ)
+Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor]]
+
+
+def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0) -> Packed:
+    """One batch, cheap to hand from a worker to the main process: the first `gpu_share` of its
+    images stay JPEG bytes for nvJPEG, the rest the worker decodes itself (libjpeg-turbo, no
+    augmentation), so that the CPUs take the part of the decoding that nvJPEG cannot keep up with."""
+    on_gpu = round(gpu_share * len(jpegs))
+    joined = bytearray(b"".join(jpegs[:on_gpu]))
+    data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)
+    decoded: torch.Tensor | list[torch.Tensor] = [
+        decode_jpeg(torch.frombuffer(bytearray(j), dtype=torch.uint8), mode=ImageReadMode.RGB) for j in jpegs[on_gpu:]]
+    if decoded and len({d.shape for d in decoded}) == 1:
+        decoded = torch.stack(decoded)
+    return (data, torch.tensor([len(j) for j in jpegs[:on_gpu]], dtype=torch.int64),
+            torch.tensor(labels, dtype=torch.int64), decoded)
+
+
+class Packer:
+    """pack() with a fixed share, as a picklable callable for the loader's workers."""
+
+    def __init__(self, gpu_share: float = 1.0) -> None:
+        self.gpu_share = gpu_share
+
+    def __call__(self, jpegs: Sequence[bytes], labels: Sequence[int]) -> Packed:
+        return pack(jpegs, labels, self.gpu_share)
+
+    def samples(self, samples: Sequence[tuple[bytes, int]]) -> Packed:
+        """As a DataLoader collate_fn: (bytes, label) samples of an image folder."""
+        return pack([data for data, _ in samples], [label for _, label in samples], self.gpu_share)
+
+
+def crop_boxes(heights: torch.Tensor, widths: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """(N, 4) boxes x1, y1, x2, y2 of a random resized crop per image, drawn as RandomResizedCrop does:
+    up to 10 tries of an area in SCALE and an aspect ratio in RATIO (log-uniform), else the centre crop."""
+    n = len(heights)
+    h, w = heights.double()[:, None], widths.double()[:, None]
+    area = h * w * torch.empty(n, TRIES, dtype=torch.float64).uniform_(*SCALE, generator=generator)
+    log_ratio = torch.empty(n, TRIES, dtype=torch.float64).uniform_(math.log(RATIO[0]), math.log(RATIO[1]),
+                                                                    generator=generator)
+    aspect = torch.exp(log_ratio)
+    cw, ch = torch.sqrt(area * aspect).round(), torch.sqrt(area / aspect).round()
+    ok = (cw > 0) & (cw <= w) & (ch > 0) & (ch <= h)
+    first = torch.where(ok.any(1), ok.double().argmax(1), -1)
+    pick = first.clamp(min=0)[:, None]
+    cw, ch = cw.gather(1, pick)[:, 0], ch.gather(1, pick)[:, 0]
+    # No try fitted: the centre crop with the ratio clamped into RATIO, as torchvision falls back.
+    h1, w1 = h[:, 0], w[:, 0]
+    in_ratio = w1 / h1
+    fw = torch.where(in_ratio < RATIO[0], w1, torch.where(in_ratio > RATIO[1], (h1 * RATIO[1]).round(), w1))
+    fh = torch.where(in_ratio < RATIO[0], (w1 / RATIO[0]).round(), h1)
+    cw, ch = torch.where(first < 0, fw, cw), torch.where(first < 0, fh, ch)
+    u = torch.rand(n, 2, dtype=torch.float64, generator=generator)
+    top = torch.where(first < 0, torch.floor((h1 - ch) / 2), torch.floor(u[:, 0] * (h1 - ch + 1)))
+    left = torch.where(first < 0, torch.floor((w1 - cw) / 2), torch.floor(u[:, 1] * (w1 - cw + 1)))
+    return torch.stack([left, top, left + cw, top + ch], 1).float()
+
+
+def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU tensor to the device without waiting for the GPU (a pageable copy would)."""
+    if device.type != "cuda":
+        return t
+    return (t if t.is_pinned() else t.pin_memory()).to(device, non_blocking=True)
+
+
+def augment(images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor, size: int) -> torch.Tensor:
+    """Crop each image to its box, resize to size x size, flip where asked, normalise: one call each.
+
+    images: (N, 3, H, W) uint8 on any device; boxes: (N, 4) pixel edges; flips: (N,) bool.
+    """
+    device = images.device
+    rois = _to(torch.cat([torch.arange(len(boxes), dtype=torch.float32)[:, None], boxes], 1), device)
+    out = roi_align(images.float(), rois, output_size=(size, size), spatial_scale=1.0, sampling_ratio=-1, aligned=True)
+    out = torch.where(_to(flips, device)[:, None, None, None], out.flip(3), out)
+    scale = _to(torch.tensor([IMAGENET_MEAN, IMAGENET_STD]).mul_(255).view(2, 1, 3, 1, 1), device)
+    return out.sub_(scale[0]).div_(scale[1])
+
+
+def decode(data: torch.Tensor, sizes: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+    """nvJPEG on the whole batch in one call (decode_jpeg on a list); RGB, (3, H, W) uint8 each."""
+    if len(sizes) == 0:
+        return []
+    parts = list(torch.split(data, sizes.tolist()))
+    return decode_jpeg(parts, mode=ImageReadMode.RGB, device=device)
+
+
+def stack(images: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One (N, 3, Hmax, Wmax) tensor and each image's height and width (smaller ones padded)."""
+    heights = torch.tensor([im.shape[1] for im in images])
+    widths = torch.tensor([im.shape[2] for im in images])
+    if bool((heights == heights[0]).all() and (widths == widths[0]).all()):
+        return torch.stack(images), heights, widths
+    canvas = images[0].new_zeros(len(images), 3, int(heights.max()), int(widths.max()))
+    for i, im in enumerate(images):
+        canvas[i, :, :im.shape[1], :im.shape[2]] = im
+    return canvas, heights, widths
+
+
+class GpuBatches:
+    """The training loader, with each packed batch decoded and augmented on the GPU.
+
+    On CUDA a helper thread does it one or two batches ahead, on its own stream: nvJPEG's call
+    blocks the calling thread until its batch is decoded (it releases the GIL meanwhile), so in
+    the main thread it would stop the launching of the training step. Two clocks split the loop's
+    data wait: `loader_wait` is the helper's time waiting for the workers' bytes, `prepare` its
+    time decoding and augmenting.
+    """
+
+    def __init__(self, loader: Iterable[Packed], device: torch.device, size: int, seed: int,
+                 memory_format: torch.memory_format = torch.contiguous_format, ahead: int = 2) -> None:
+        self.loader, self.device, self.size, self.ahead = loader, device, size, ahead
+        self.memory_format = memory_format
+        self.generator = torch.Generator().manual_seed(seed)
+        self.loader_wait = self.prepare = 0.0
+
+    def __len__(self) -> int:
+        return len(self.loader)  # type: ignore[arg-type]
+
+    def batch(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
+        data, sizes, labels, decoded = packed
+        if isinstance(decoded, torch.Tensor):
+            decoded = list(_to(decoded, self.device).unbind()) if len(decoded) else []
+        else:
+            decoded = [_to(d, self.device) for d in decoded]
+        images, heights, widths = stack(decode(data, sizes, self.device) + decoded)
+        boxes = crop_boxes(heights, widths, self.generator)
+        flips = torch.rand(len(labels), generator=self.generator) < 0.5
+        return augment(images, boxes, flips, self.size).contiguous(memory_format=self.memory_format), labels
+
+    def warm_up(self, batch_size: int, side: int = 160) -> None:
+        """Decode one batch of a made-up JPEG, so nvJPEG's start-up is not timed as data wait."""
+        jpeg = encode_jpeg(torch.randint(0, 255, (3, side, side), dtype=torch.uint8)).numpy().tobytes()
+        self.batch(pack([jpeg] * batch_size, [0] * batch_size))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _timed(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        tick = time.perf_counter()
+        for packed in self.loader:
+            got = time.perf_counter()
+            self.loader_wait += got - tick
+            out = self.batch(packed)
+            tick = time.perf_counter()
+            self.prepare += tick - got
+            yield out
+            tick = time.perf_counter()
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        if self.device.type != "cuda":
+            yield from self._timed()
+            return
+        ready: queue.Queue = queue.Queue(maxsize=self.ahead)
+        stop = threading.Event()
+        stream = torch.cuda.Stream(self.device)
+
+        def hand_over(item: object) -> bool:
+            while not stop.is_set():
+                try:
+                    ready.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def produce() -> None:
+            try:
+                with torch.cuda.stream(stream):
+                    for images, labels in self._timed():
+                        event = torch.cuda.Event()
+                        event.record(stream)
+                        if not hand_over((images, labels, event)):
+                            return
+                hand_over(None)
+            except BaseException as exc:  # a bad shard in a worker: raised again in the training loop
+                hand_over(exc)
+
+        helper = threading.Thread(target=produce, name="gpu-decode", daemon=True)
+        helper.start()
+        try:
+            while (item := ready.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                images, labels, event = item
+                current = torch.cuda.current_stream(self.device)
+                current.wait_event(event)
+                images.record_stream(current)  # made on the helper's stream, used and freed on this one
+                yield images, labels
+        finally:
+            stop.set()
+            helper.join(timeout=10)
+
+
