@@ -32,6 +32,7 @@ from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_
                                 main_process_cpus)
 from profiling.curve import CURVE_MARGIN, FED_SHARE, LEVEL, PACED_SLACK, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
+from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, and bounded between the average need ceil(P / C) and
@@ -75,9 +76,23 @@ class Rule:
         return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
 
+def untraced_own(trials: dict | None) -> tuple[float, float] | None:
+    """(wait, compute) per batch of the run's loop untraced with its own workers, when the hook timed it."""
+    if not trials:
+        return None
+    timed = (trials.get("settings") or {}).get(str(trials.get("own_workers")))
+    if not timed or timed.get("steps", 0) < MIN_TIMED:
+        timed = trials.get("untraced") or {}
+    if timed.get("steps", 0) < MIN_TIMED:
+        return None
+    wait = timed["wait_seconds"] / timed["steps"]
+    return wait, max(timed["seconds"] / timed["steps"] - wait, 0.0)
+
+
 def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
-                  curve_command: str = CURVE_COMMAND) -> AdviceNumbers:
-    """Every number the rules and the messages use, computed once."""
+                  curve_command: str = CURVE_COMMAND, trials: dict | None = None) -> AdviceNumbers:
+    """Every number the rules and the messages use, computed once: from the run's own loop timed untraced
+    where the hook tried worker counts (or found it compute-bound), else from the curve or the estimate."""
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
     # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
     ceiling = facts.cpus
@@ -96,16 +111,30 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE)
     if loop is None:
         return job
-    wait, compute = loop.wait_per_batch, loop.compute_per_batch
+    steps, own = measured_steps(trials), untraced_own(trials)
+    status = (trials or {}).get("status", "")
+    untraced = own is not None and (bool(steps) or status == "compute-bound")
+    wait, compute = own if untraced and own else (loop.wait_per_batch, loop.compute_per_batch)
+    wait_fraction = wait / (wait + compute) if wait + compute > 0 else 0.0
     produce = wait if workers == 0 else workers * (wait + compute)
-    above_threshold = loop.wait_fraction >= LOADER_BOUND
+    above_threshold = wait_fraction >= LOADER_BOUND
     within_handoff = workers >= 1 and 1e3 * wait <= HANDOFF_MS  # the wait no worker can remove
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
     measured: dict = {}
     choice = choose_workers(curve, compute, worker_cap) if curve is not None and compute > 0 else None
     short = curve is not None and compute > 0 and choice is None
-    if choice is not None:
+    if choice is not None and choice.workers > workers and not loader_bound:
+        choice = None  # a loop that did not wait is never told to add workers
+    if choice is not None and choice.workers == 0:
+        loader_bound = False  # the curve measured that the main process alone keeps up
+    if steps:
+        chosen = needed = fewest_within(steps)
+        basis, capped, never, spare, loader_bound = "tried", False, False, False, True
+        fastest = sorted(steps.items(), key=lambda kt: kt[1])
+        measured = {"tried": steps, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
+            f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest)}
+    elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
         measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
@@ -130,13 +159,17 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
-        "wait_pct": 100 * loop.wait_fraction, "raw_workers": raw, "needed_workers": needed,
+        "wait_pct": 100 * wait_fraction, "raw_workers": raw, "needed_workers": needed,
         "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
         "hold_mismatch": curve is not None and curve.hold_ms > 0 and compute > 0  # the run's whole loop, if known
         and abs((curve.loop_ms or curve.hold_ms) / (1e3 * compute) - 1) > HOLD_TOLERANCE,
-        "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers")})
+        "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers"),
+        "traced_step_ms": 1e3 * (loop.wait_per_batch + loop.compute_per_batch),
+        "untraced_step_ms": None if own is None else 1e3 * sum(own),
+        "traced_batches": (trials or {}).get("traced_batches"),
+        "fallback": "" if untraced or not trials else status})
 
 
 def handoff_short(n: AdviceNumbers) -> bool:
@@ -154,7 +187,11 @@ RULES: tuple[Rule, ...] = (
     Rule("workers_unknown", "warning", lambda n: n.loop_found and not n.workers_known,
          "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
          "Pass --num-workers N (the value the run used) for exact advice."),
-    Rule("loader_bound", "advice", lambda n: n.loader_bound,
+    Rule("waited_untraced", "advice", lambda n: n.basis == "tried",
+         "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
+         "with {current_workers} worker(s))."),
+    Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
+    Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
          "(line {loop_where}, {batches} batches)."),
@@ -286,12 +323,15 @@ RULES: tuple[Rule, ...] = (
          and n.persistent_workers is not True,
          "Add persistent_workers=True to the DataLoader: otherwise the {num_workers} worker(s) are "
          "started again at every epoch, and the first batches of each epoch wait for them."),
-    Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0,
+    Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
          "{cpus} CPU(s), which the model ignores. Check the advice with `python -m profiling sweep`."),
     Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
+    Rule("fewest_within", "advice", lambda n: n.basis == "tried",
+         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured "
+         "(each count timed untraced in turns of your own loop, warm-up batches left out)."),
 )
 
 # The lesson script's own flags for a rule's remedy, appended to its message. Kept apart from the
@@ -325,9 +365,9 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
 
 
 def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES,
-           curve: LoaderCurve | None = None) -> Advice:
+           curve: LoaderCurve | None = None, trials: dict | None = None) -> Advice:
     """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
-    numbers = model_numbers(loop, facts, curve)
+    numbers = model_numbers(loop, facts, curve, trials=trials)
     fired = [rule for rule in rules if rule.when(numbers)]
     edits: list[str] = []
     if numbers.num_workers is not None:

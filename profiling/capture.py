@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from profiling import trials as trials_module
+
 PATH_VAR = "DLPROF_LOADERS"         # where to write the record
 WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
 BATCHES_VAR = "DLPROF_MAX_BATCHES"  # stop the script after this many batches of one loader
@@ -42,8 +44,9 @@ SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "pr
 class Capture:
     """The loaders seen so far, and what to do to them; one per process."""
 
-    def __init__(self, path: Path, set_workers: int | None = None, max_batches: int | None = None) -> None:
-        self.path, self.set_workers, self.max_batches = path, set_workers, max_batches
+    def __init__(self, path: Path, set_workers: int | None = None, max_batches: int | None = None,
+                 trials: trials_module.Trials | None = None) -> None:
+        self.path, self.set_workers, self.max_batches, self.trials = path, set_workers, max_batches, trials
         self.loaders: list[dict[str, Any]] = []
         self.stopped_after: int | None = None
         self.pid = os.getpid()
@@ -92,6 +95,9 @@ class Capture:
         kept apart (`warm_*`): the first epoch carries the run's warm-up."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
+        if self.trials is not None:
+            step = None if previous is None or asked is None else now - previous
+            self.trials.batch(entry, step, None if step is None else now - asked)
         if previous is not None and asked is not None:
             for prefix in ("loop", "warm") if entry["epochs"] >= 2 else ("loop",):
                 entry[f"{prefix}_steps"] += 1
@@ -111,7 +117,7 @@ class Capture:
         if os.getpid() != self.pid:  # a forked worker must not overwrite the parent's record
             return
         record = {"version": 1, "stopped_after": self.stopped_after, "set_workers": self.set_workers,
-                  "loaders": self.loaders}
+                  "loaders": self.loaders, "trials": None if self.trials is None else self.trials.record()}
         self.path.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
 
     def patch(self, module: Any) -> None:
@@ -135,8 +141,14 @@ class Capture:
 
         def __iter__(self: Any) -> Any:
             entry = capture.record(self)
-            iterator = iterate(self)
-            object.__setattr__(iterator, "_dlprof_entry", entry)
+            if capture.trials is None:
+                iterator = iterate(self)
+            else:  # the training loader after its traced part: maybe served by other worker counts
+                iterator = capture.trials.iterator(self, entry, iterate)
+            if isinstance(iterator, trials_module.Segmented):
+                iterator.after = lambda asked: capture.batch(entry, iterator, asked)
+            else:
+                object.__setattr__(iterator, "_dlprof_entry", entry)
             object.__setattr__(iterator, "_dlprof_last", None)  # persistent workers reuse the iterator
             return iterator
 
@@ -183,7 +195,8 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     environ = os.environ if environ is None else environ
     if not environ.get(PATH_VAR):
         return None
-    capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)))
+    capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)),
+                      trials_module.from_environment(environ))
     if TARGET in sys.modules:
         capture.patch(sys.modules[TARGET])
     else:
@@ -192,14 +205,24 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     return capture
 
 
-def read_loaders(path: Path) -> list[dict[str, Any]]:
-    """The loaders recorded in `path` ([] when it is missing or unreadable: a bare .lprof)."""
+def read_record(path: Path) -> dict[str, Any]:
+    """The record in `path` ({} when it is missing or unreadable: a bare .lprof)."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    loaders = record.get("loaders") if isinstance(record, dict) else None
-    return [entry for entry in loaders or [] if isinstance(entry, dict)]
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def read_loaders(path: Path) -> list[dict[str, Any]]:
+    """The loaders recorded in `path` ([] when there are none)."""
+    return [entry for entry in read_record(path).get("loaders") or [] if isinstance(entry, dict)]
+
+
+def read_trials(path: Path) -> dict[str, Any] | None:
+    """What `run` traced, timed untraced and tried in the script's own loop (profiling.trials), if anything."""
+    trials = read_record(path).get("trials")
+    return trials if isinstance(trials, dict) else None
 
 
 def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None,

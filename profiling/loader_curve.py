@@ -244,6 +244,10 @@ class _CurveHook:
                   file=sys.stderr)
             return
         cap = self.capture
+        tried = cap.trials.record()["status"] if cap.trials is not None else None
+        if tried in ("tried", "compute-bound"):  # measured in the run itself: no fallback needed
+            print(f"loader curve: not needed: the run's own loop was timed untraced ({tried})", file=sys.stderr)
+            return
         seen, cap.max_batches, cap.set_workers = len(cap.loaders), None, None  # our loaders are not the script's
         # the training loop's loader: the one whose loop took the most time (an evaluation loader can
         # give more, smaller batches), then the one that gave the most batches

@@ -110,7 +110,7 @@ class AdviceNumbers:
     raw_workers: int | None = None      # the average need: ceil(produce / compute)
     needed_workers: int | None = None   # the estimate (bare profile) or the measured need (curve)
     loop_where: str | None = None       # file:line of the loop header
-    basis: str = "none"                 # "measured" (loader curve), "estimate" (profile only), "kept", "none"
+    basis: str = "none"                 # "tried" (in the run), "measured" (loader curve), "estimate", "kept", "none"
     estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
     compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
     target_rate: float | None = None    # what the workers must deliver: compute_rate x margin, or FED_SHARE / hold
@@ -127,6 +127,13 @@ class AdviceNumbers:
     curve_fed_rate: float | None = None  # ... and the batches/s they gave the held loop
     curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)
     hold_mismatch: bool = False         # a paced curve held for a step far from this profile's compute
+    tried: dict | None = None           # measured in the run, untraced: workers -> seconds per step
+    tried_text: str = ""                # ... in words, fastest first
+    tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
+    traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)
+    untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers
+    traced_batches: int | None = None   # the batches line tracing covered
+    fallback: str = ""                  # why the run's own loop could not be measured (the advice falls back)
 
 
 @dataclass(frozen=True)
