@@ -98,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--try-workers", default="auto", metavar="auto|off|K,K,...",
                      help="where the loader holds the loop back, the worker counts the later epochs try in turn "
                           "(default auto: 1, 2, 4, 6, 8, 12, ... within the job's CPUs)")
-    run.add_argument("--segment-seconds", type=float, default=0.5,
-                     help="timed seconds per worker count per turn (default 0.5)")
+    run.add_argument("--segment-seconds", type=float, default=2.0,
+                     help="at most this many timed seconds per worker count per turn (default 2; a turn is "
+                          "also at most an epoch's share, so that one round of counts fits in an epoch)")
     run.add_argument("--curve-seconds", type=float, default=2.0,
                      help="when the run was too short to try worker counts, time its DataLoader at exit for "
                           "this many seconds per setting (the fallback loader curve); 0 = skip")

@@ -67,7 +67,7 @@ def _advice_head(report: Report) -> list[str]:
         return ["No num_workers advice (see why below)."]
     basis = BASIS.get(advice.numbers.basis if advice.numbers else "none", "")
     if advice.numbers and advice.numbers.fallback:  # said first: the run's own loop could not be measured
-        basis = f"{basis[:-1]}; fallback, {advice.numbers.fallback} to try worker counts in your loop)"
+        basis = f"{basis[:-1]}; fallback: {advice.numbers.fallback})"
     return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
 
 

@@ -101,7 +101,7 @@ def _now() -> str:
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
                  num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
                  trace_batches: int = 500, try_workers: str = "auto",
-                 segment_seconds: float = 0.5) -> tuple[int, dict, "Sampler | None"]:
+                 segment_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None). Tracing stops after
     `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
     (profiling.trials); a run too short for that gets the paced loader curve at exit (profiling.loader_curve)."""
@@ -201,7 +201,7 @@ def run_command(args: argparse.Namespace) -> int:
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
                                        getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
-                                       getattr(args, "segment_seconds", 0.5))
+                                       getattr(args, "segment_seconds", 2.0))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)

@@ -9,8 +9,8 @@ What it does to the user's run (the first DataLoader the script iterates is take
   profiler is switched off for good (its `enable` becomes a no-op: the profiled functions' wrappers
   would switch it on again at their next call). Every later batch is timed: its wait and its step.
 * The first untraced segment runs the script's own worker count. When its loop waited at least
-  LOADER_BOUND of each step, and more than a hand-over, the later epochs are served in segments of about
-  DLPROF_SEGMENT_SECONDS, each by a DataLoader with another worker count, the counts taking turns in an
+  LOADER_BOUND of each step, and more than a hand-over, the later epochs are served in segments (an
+  epoch's share per count, at most DLPROF_SEGMENT_SECONDS timed), each by a DataLoader with another worker count, the counts taking turns in an
   order rotated every round (drift cancels), each segment's first 1 + k x prefetch_factor batches skipped
   (worker start-up and the backlog it builds), the process held to the CPUs `cpus_for_workers(k)` gives.
 * Promise: each epoch's batches are drawn once from the script's own sampler, in its order and number, and
@@ -31,7 +31,7 @@ TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the 
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
 SEGMENT_VAR = "DLPROF_SEGMENT_SECONDS"  # timed seconds per segment
 TRACE_BATCHES = 500
-SEGMENT_SECONDS = 0.5
+SEGMENT_SECONDS = 2.0
 ROUNDS = 3         # each setting timed in this many segments, when the run has the batches
 MIN_TIMED = 5      # a segment counts only with this many timed batches
 PRUNE = 1.25       # after the first round, settings slower than this x the best are dropped
@@ -129,7 +129,7 @@ class Trials:
         if self.own is None:
             why = self.unsupported(loader)
             if why:
-                self.status = f"not tried: {why}"
+                self.status = f"worker counts not tried: {why}"
                 return make(loader)
             self.start(loader)
         return Segmented(self, loader, make)
@@ -209,10 +209,10 @@ class Trials:
         self.release()
         if self.status == "trying":  # the run ended inside the trials
             complete = all(k in self.steps() for k in self.settings)  # each count timed at least once
-            self.status = "tried" if complete else "too short: the run ended before every count was timed"
+            self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
         elif self.status == "traced only":
-            self.status = "too short: the run ended " + ("during the first untraced segment" if self.timed
-                                                          else "within the traced part")
+            self.status = "too short to try worker counts: the run ended " + (
+                "during the first untraced segment" if self.timed else "within the traced part")
         return {"status": self.status, "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
                 "untraced": self.untraced, "settings": {str(k): t for k, t in sorted(self.timed.items())}}
@@ -285,7 +285,9 @@ class Segmented:
                 Trials.add(timed, now - self.last, now - asked)
                 if self.count == self.skip + 1:
                     self.started = self.last
-                if now - self.started >= self.trials.segment_s and self.count - self.skip >= MIN_TIMED:
+                share = len(self.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
+                long_enough = now - self.started >= self.trials.segment_s or self.count >= share
+                if long_enough and self.count - self.skip >= MIN_TIMED:
                     self.close()  # the next batch opens the next setting's segment
         self.last = now
         return item

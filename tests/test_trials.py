@@ -69,7 +69,7 @@ def test_a_run_too_short_to_try_worker_counts_falls_back_to_the_curve_and_says_s
                   str(tmp_path), "--", str(SLEEPY), "--epochs", "1", "--items", "64")
     assert done.returncode == 0, done.stderr
     head = done.stdout.split("ADVICE\n")[1].splitlines()[0]
-    assert "fallback, too short: the run ended within the traced part" in head, head
+    assert "fallback: too short to try worker counts: the run ended within the traced part" in head, head
     assert "(measured: loader curve" in head  # today's paced curve, measured at exit
     assert build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers.basis == "measured"
 
