@@ -18,7 +18,7 @@ py=${PYTHON:-python3}
 mkdir -p "$out"
 start=$(date +%s.%N)
 "$py" -m profiling run --formats text,json --output-dir "$out/profile" -- "$@" > "$out/profile.log" 2>&1
-echo "profile wall $(echo "$(date +%s.%N) - $start" | bc) s" >> "$out/profile.log"
+echo "profile wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s" >> "$out/profile.log"
 k=$("$py" -c "import json, glob; print(json.load(open(glob.glob('$out/profile/*.report.json')[0]))['advice']['num_workers'])")
 all=$("$py" -c "print(','.join(str(w) for w in sorted({int(w) for w in '$workers,$k'.split(',')})))")
 "$py" -m profiling sweep --workers "$all" --repeats "$repeats" --batches "$batches" --output-dir "$out/sweep" -- "$@" \

@@ -74,8 +74,7 @@ class Capture:
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
-                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0,
-                     "warm_steps": 0, "warm_seconds": 0.0, "warm_wait_seconds": 0.0}
+                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
             if self.set_workers is not None:
                 entry["workers_set_by"] = WORKERS_VAR
             object.__setattr__(loader, "_dlprof_entry", entry)
@@ -91,18 +90,16 @@ class Capture:
         The first batch of each epoch is left out (the workers starting), and so is the time between
         epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute. Work done
         inside an epoch every N steps (an evaluation, a checkpoint) counts, in the mean, as the
-        profile's own compute per batch counts it. The steps of the epochs after the first are also
-        kept apart (`warm_*`): the first epoch carries the run's warm-up."""
+        profile's own compute per batch counts it."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
         if self.trials is not None:
             step = None if previous is None or asked is None else now - previous
             self.trials.batch(entry, step, None if step is None else now - asked)
         if previous is not None and asked is not None:
-            for prefix in ("loop", "warm") if entry["epochs"] >= 2 else ("loop",):
-                entry[f"{prefix}_steps"] += 1
-                entry[f"{prefix}_seconds"] += now - previous
-                entry[f"{prefix}_wait_seconds"] += now - asked
+            entry["loop_steps"] += 1
+            entry["loop_seconds"] += now - previous
+            entry["loop_wait_seconds"] += now - asked
         if iterator is not None:
             object.__setattr__(iterator, "_dlprof_last", now)
         entry["batches"] += 1
@@ -247,29 +244,21 @@ def batches_per_second(entry: Mapping[str, Any]) -> float | None:
 
 
 class LoopStep(NamedTuple):
-    """The training loop's step as the hook timed it: seconds per batch, and where they come from."""
+    """The training loop's step as the hook timed it: seconds per batch, and how many steps."""
 
     compute_s: float
     wait_s: float
     steps: int
-    warm: bool  # True: the epochs after the first; False: all epochs
 
 
-def loop_step(entry: Mapping[str, Any], warm: bool = True) -> LoopStep | None:
-    """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left
-    out), and the steps they come from: the epochs after the first when they hold FEW_STEPS steps,
-    because the first epoch carries the run's warm-up (on an H200 the second epoch computed at
-    0.68-0.85 of the first, benchmarks/profiled_step.py); else, or with `warm=False`, all. None with
-    fewer than FEW_STEPS, or when the wait took all the time (no compute to pace by)."""
-    use_warm = warm and (entry.get("warm_steps") or 0) >= FEW_STEPS
-    prefix = "warm" if use_warm else "loop"
-    steps = int(entry.get(f"{prefix}_steps") or 0)
-    if steps < FEW_STEPS:
+def loop_step(entry: Mapping[str, Any]) -> LoopStep | None:
+    """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left out);
+    None with fewer than FEW_STEPS steps, or when the wait took all the time (no compute to pace by)."""
+    steps = int(entry.get("loop_steps") or 0)
+    seconds, wait = float(entry.get("loop_seconds") or 0.0), float(entry.get("loop_wait_seconds") or 0.0)
+    if steps < FEW_STEPS or seconds - wait <= 0:
         return None
-    seconds, wait = float(entry.get(f"{prefix}_seconds") or 0.0), float(entry.get(f"{prefix}_wait_seconds") or 0.0)
-    if seconds - wait <= 0:
-        return None
-    return LoopStep((seconds - wait) / steps, wait / steps, steps, use_warm)
+    return LoopStep((seconds - wait) / steps, wait / steps, steps)
 
 
 def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:

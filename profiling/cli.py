@@ -104,9 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--curve-seconds", type=float, default=2.0,
                      help="when the run was too short to try worker counts, time its DataLoader at exit for "
                           "this many seconds per setting (the fallback loader curve); 0 = skip")
-    run.add_argument("--paced", action="store_true", default=True,
-                     help="(the default, kept for old commands) the fallback curve holds each batch for the "
-                          "loop's own step")
+    pacing = run.add_mutually_exclusive_group()
+    pacing.add_argument("--paced", dest="paced", action="store_true", default=True,
+                        help="(the default) the fallback curve holds each batch for the loop's own step")
+    pacing.add_argument("--alone", dest="paced", action="store_false",
+                        help="the fallback curve times the DataLoader alone (the margin rule, which "
+                             "benchmarks/advice_v2.py still judges)")
     run.add_argument("--module", action="append", default=[], metavar="NAME",
                      help="also profile this module of your own (import name or path), for a training loop "
                           "that lives outside the script; repeat for more")

@@ -126,7 +126,6 @@ class AdviceNumbers:
     curve_fed_workers: int | None = None  # a paced curve: the fewest workers that kept the held loop fed
     curve_fed_rate: float | None = None  # ... and the batches/s they gave the held loop
     curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)
-    hold_mismatch: bool = False         # a paced curve held for a step far from this profile's compute
     tried: dict | None = None           # measured in the run, untraced: workers -> seconds per step
     tried_text: str = ""                # ... in words, fastest first
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
@@ -156,8 +155,6 @@ class LoaderCurve:
     pin_memory: bool
     where: str = ""              # file:line where the measured DataLoader was built, when known
     hold_ms: float = 0.0         # each batch was held this long, as a loop would (0: taken at once)
-    loop_ms: float = 0.0         # `run --paced`: the loop's compute per batch over its whole run, as a
-    #                              profile of that run counts it (the hold may be its warm epochs only)
 
     def rate(self, workers: int) -> float | None:
         return next((p.batches_per_s for p in self.points if p.workers == workers), None)

@@ -100,8 +100,8 @@ def _now() -> str:
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
                  num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
-                 trace_batches: int = 500, try_workers: str = "auto",
-                 segment_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None"]:
+                 trace_batches: int = 500, try_workers: str = "auto", segment_seconds: float = 2.0,
+                 paced: bool = True) -> tuple[int, dict, "Sampler | None"]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None). Tracing stops after
     `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
     (profiling.trials); a run too short for that gets the paced loader curve at exit (profiling.loader_curve)."""
@@ -137,7 +137,9 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     if trace_batches > 0:
         child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
     if curve_seconds > 0:
-        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds), HOLD_VAR: HOLD_LOOP})
+        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds)})
+        if paced:
+            child_env[HOLD_VAR] = HOLD_LOOP
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
         try:
@@ -201,7 +203,7 @@ def run_command(args: argparse.Namespace) -> int:
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
                                        getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
-                                       getattr(args, "segment_seconds", 2.0))
+                                       getattr(args, "segment_seconds", 2.0), getattr(args, "paced", True))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)

@@ -1,23 +1,15 @@
 """Trace a little, then time the real loop untraced, trying worker counts in the script's own DataLoader.
 
-Why: the advice used to model a loop from its traced step, and line tracing doubled a tiny step; workers
-also deliver less beside a real loop than alone. Timing the loop itself, untraced, with the worker counts
-taking turns, measures what the model guessed (docs/profiling-model.md).
-
-What it does to the user's run (the first DataLoader the script iterates is taken as the training loader):
-* Line tracing covers its first epoch, or its first DLPROF_TRACE_BATCHES batches if fewer; then the
-  profiler is switched off for good (its `enable` becomes a no-op: the profiled functions' wrappers
-  would switch it on again at their next call). Every later batch is timed: its wait and its step.
-* The first untraced segment runs the script's own worker count. When its loop waited at least
-  LOADER_BOUND of each step, and more than a hand-over, the later epochs are served in segments (an
-  epoch's share per count, at most DLPROF_SEGMENT_SECONDS timed), each by a DataLoader with another worker count, the counts taking turns in an
-  order rotated every round (drift cancels), each segment's first 1 + k x prefetch_factor batches skipped
-  (worker start-up and the backlog it builds), the process held to the CPUs `cpus_for_workers(k)` gives.
-* Promise: each epoch's batches are drawn once from the script's own sampler, in its order and number, and
-  the global RNG advances as one iterator's would. What changes is only what any worker count changes:
-  which worker builds a batch, so the seeds of per-worker random augmentation. Batches a segment's workers
-  built ahead are built again by the next segment's. Not tried (and said so): an IterableDataset (its
-  workers split the stream, so their number changes the data) and a loader without automatic batching.
+Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so
+the loop itself is timed (docs/profiling-model.md). The first DataLoader the script iterates is the
+training loader. Line tracing covers its first epoch, or DLPROF_TRACE_BATCHES batches if fewer, then is
+switched off for good. The first untraced turn uses the script's own workers; when the loop waited at least
+LOADER_BOUND of a step (more than a hand-over), later epochs are served in turns by DataLoaders with other
+worker counts, in an order rotated each round, warm-up batches skipped, each turn held to the CPUs the kit's
+rule gives its count. Each epoch's batches are drawn once from the script's own sampler (same order, same
+number) and the global RNG advances as one iterator's would: only which worker builds a batch, and so the
+seeds of per-worker augmentation, change. An IterableDataset, or a loader without automatic batching, is
+not tried (said so).
 """
 from __future__ import annotations
 
