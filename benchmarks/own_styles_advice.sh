@@ -21,7 +21,9 @@ start=$(date +%s.%N)
 echo "profile wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s" >> "$out/profile.log"
 k=$("$py" -c "import json, glob; print(json.load(open(glob.glob('$out/profile/*.report.json')[0]))['advice']['num_workers'])")
 all=$("$py" -c "print(','.join(str(w) for w in sorted({int(w) for w in '$workers,$k'.split(',')})))")
-"$py" -m profiling sweep --workers "$all" --repeats "$repeats" --batches "$batches" --output-dir "$out/sweep" -- "$@" \
+lprof=$(ls "$out"/profile/*.lprof)  # given, so the sweep does not profile the script again first
+"$py" -m profiling sweep --workers "$all" --repeats "$repeats" --batches "$batches" --lprof "$lprof" \
+    --output-dir "$out/sweep" -- "$@" \
     > "$out/sweep.log" 2>&1
 "$py" - "$out" "$k" <<'PY' | tee "$out/verdict.json"
 import json, sys

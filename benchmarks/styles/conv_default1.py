@@ -15,7 +15,8 @@ from torchvision import transforms
 class FakeMNIST(Dataset):
     def __init__(self, n, transform):
         rng = np.random.default_rng(0)
-        self.data, self.targets, self.transform = rng.integers(0, 256, (n, 28, 28), np.uint8), rng.integers(0, 10, n), transform
+        self.data, self.targets = rng.integers(0, 256, (n, 28, 28), np.uint8), rng.integers(0, 10, n)
+        self.transform = transform
 
     def __len__(self):
         return len(self.targets)
@@ -52,7 +53,7 @@ def train(args, model, device, train_loader, optimizer, epoch):
         loss.backward()
         optimizer.step()
         if batch_idx % args.log_interval == 0 and args.verbose:
-            print(f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(train_loader.dataset)}]\tLoss: {loss.item():.6f}")
+            print(f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(train_loader.dataset)}] Loss: {loss.item():.6f}")
 
 
 def main():
