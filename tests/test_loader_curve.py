@@ -218,7 +218,8 @@ def test_run_paces_the_curve_by_the_loops_own_step_by_default(tmp_path):
     curve = read_curve(tmp_path / "held_steps.curve.json")
     report = build_report(tmp_path / "held_steps.lprof")
     numbers = report.advice.numbers
-    assert curve.hold_ms >= 20.0 and numbers.curve_hold_ms == curve.hold_ms and numbers.basis == "measured"
+    assert curve.hold_ms >= 20.0 and numbers.curve_hold_ms == curve.hold_ms
+    assert numbers.basis in ("measured", "kept")  # kept: a loop that barely waited is not given more workers
     assert "(14 steps timed)" in done.stderr  # two epochs of 8, each epoch's first batch left out
     assert numbers.compute_ms >= 20.0
     assert "never_keeps_up" not in report.advice.fired_rules and "workers_from_curve" not in report.advice.fired_rules
