@@ -101,8 +101,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     measured: dict = {}
     choice = choose_workers(curve, compute, worker_cap) if curve is not None and compute > 0 else None
     short = curve is not None and compute > 0 and choice is None
-    if choice is not None and not above_threshold and (choice.workers > workers or choice.capped
-                                                       or choice.never_keeps_up):
+    if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)
+                               or not above_threshold and choice.never_keeps_up):
         choice = None  # a loop that did not wait is never told to add workers, nor that the loader holds it back
     if choice is not None and choice.workers == 0 and not (choice.capped or choice.never_keeps_up):
         loader_bound = False  # the curve measured that the main process alone keeps up
