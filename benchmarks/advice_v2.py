@@ -138,7 +138,8 @@ def paced_report(args: argparse.Namespace, name: str, out: Path):
     the first, when there are more); its report is the paced advice."""
     command = script_args(args, name, args.paced_epochs)
     step(f"{out.name}: 1b. profile again with `run --paced` (the curve held for the loop's own step)",
-         [sys.executable, "-m", "profiling", "run", "--paced", "--output-dir", str(out / "paced"), "--curve-seconds",
+         [sys.executable, "-m", "profiling", "run", "--paced", "--trace-batches", "0",
+          "--output-dir", str(out / "paced"), "--curve-seconds",
           str(args.curve_seconds), "--formats", "text,json", "--", *command, "--num-workers", "1"],
          out / "paced.log")
     return build_report(out / "paced" / f"{Path(command[0]).stem}.lprof")
@@ -208,7 +209,8 @@ def workload(args: argparse.Namespace, name: str, out: Path, gpus: int) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     command = script_args(args, name)
     step(f"{name}: 1. profile at --num-workers 1 (and time the loader alone at exit)",
-         [sys.executable, "-m", "profiling", "run", "--alone", "--output-dir", str(out / "profile"),
+         [sys.executable, "-m", "profiling", "run", "--alone", "--trace-batches", "0",
+         "--output-dir", str(out / "profile"),
           "--curve-seconds", str(args.curve_seconds), "--", *command, "--num-workers", "1"], out / "profile.log")
     stem = Path(command[0]).stem
     lprof = out / "profile" / f"{stem}.lprof"

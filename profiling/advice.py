@@ -1,26 +1,10 @@
 """Stage 4: turn the loop's numbers into `num_workers` / `--cpus-per-task` advice, with reasons.
 
-The arithmetic is one function (`model_numbers`, into a typed `AdviceNumbers`); the advice is a
-table of rules, each a name, a level, a condition on those numbers and a message filled from them,
-in the spirit of Princeton's `jobstats` notes. Adding a rule means adding a row, not another `if`.
-Messages are generic, because `run` profiles any script; hints that name the lesson script's own
-flags (`mnist_classify.py --gpu-resident`, ...) are a separate table, `LESSON_SCRIPT_HINTS`.
-
-The model (docs/profiling-model.md explains it at length):
-  W = data wait per batch (time on the `for ... in loader` header)
-  C = compute per batch (every other line of the loop body, summed; the split among them is never
-      used, because asynchronous CUDA work is charged to whichever line synchronises)
-  k = num_workers of the profiled run
-With a measured loader curve (batches/s against workers, `profiling.loader_curve`), num_workers is
-the fewest workers whose throughput covers CURVE_MARGIN / C (`profiling.curve.choose_workers`).
-A paced curve (each batch held H ms: `run`'s default, or `loader --hold-ms`) needs no margin: the fewest
-workers that keep the held loop fed (FED_SHARE / H), then PACED_SLACK more; H far from C is warned of.
-Without one (a bare .lprof) it is an estimate: one worker builds a batch in P = W (k = 0) or
-P = k (W + C) (k >= 1, loop starved); the average need is ceil(P / C) and the estimate is
-ceil(ESTIMATE_FACTOR P / C), labelled as such, naming the command that measures the curve.
-Below a data-wait share of 5 % (and with no curve) the loader is not the bottleneck and k is kept;
-with workers, a wait under HANDOFF_MS per batch is the cost of receiving a batch, not starvation.
-CPUs are num_workers + main_process_cpus (profiling.cpu_rule, the kit's one CPU rule).
+The numbers are computed once (`model_numbers`, into a typed `AdviceNumbers`): from the run's own loop timed
+untraced with worker counts taking turns (profiling.trials), else from a loader curve, else an estimate from the
+profile alone. The advice is a table of rules, each a name, a level, a condition on those numbers and a
+message filled from them; hints that name the lesson script's own flags are a separate table. How the advice
+is found: docs/profiling-model.md.
 """
 from __future__ import annotations
 
@@ -30,8 +14,9 @@ from dataclasses import asdict, dataclass
 
 from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_for_workers,  # noqa: F401
                                 main_process_cpus)
-from profiling.curve import CURVE_MARGIN, FED_SHARE, LEVEL, PACED_SLACK, choose_workers
+from profiling.curve import CURVE_MARGIN, FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
+from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, and bounded between the average need ceil(P / C) and
@@ -47,14 +32,7 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,
-             "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL), "paced_slack": PACED_SLACK}
-# A paced curve answers for a loop whose step is its hold. Held more than this share away from the
-# profile's compute per batch, it was measured for another loop (a hold typed by hand, an older run),
-# and the report says so. `run --paced` holds for the loop's own step, timed in the same run.
-HOLD_TOLERANCE = 0.25
-# A held loop that one worker feeds as well as any more, within this share of its target, is short
-# by the hand-over, not by building batches (46 of 47.6 batches/s on the 2-core machine, 20 ms steps).
-HANDOFF_SHARE = 0.85
+             "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL)}
 # Share of the loader workers' time spent opening and reading files (`python -m small_files split`
 # stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
 READS_DOMINATE = 0.5
@@ -75,9 +53,23 @@ class Rule:
         return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
 
+def untraced_own(trials: dict | None) -> tuple[float, float] | None:
+    """(wait, compute) per batch of the run's loop untraced with its own workers, when the hook timed it."""
+    if not trials:
+        return None
+    timed = (trials.get("settings") or {}).get(str(trials.get("own_workers")))
+    if not timed or timed.get("steps", 0) < MIN_TIMED:
+        timed = trials.get("untraced") or {}
+    if timed.get("steps", 0) < MIN_TIMED:
+        return None
+    wait = timed["wait_seconds"] / timed["steps"]
+    return wait, max(timed["seconds"] / timed["steps"] - wait, 0.0)
+
+
 def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
-                  curve_command: str = CURVE_COMMAND) -> AdviceNumbers:
-    """Every number the rules and the messages use, computed once."""
+                  curve_command: str = CURVE_COMMAND, trials: dict | None = None) -> AdviceNumbers:
+    """Every number the rules and the messages use, computed once: from the run's own loop timed untraced
+    where the hook tried worker counts (or found it compute-bound), else from the curve or the estimate."""
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
     # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
     ceiling = facts.cpus
@@ -96,16 +88,31 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE)
     if loop is None:
         return job
-    wait, compute = loop.wait_per_batch, loop.compute_per_batch
+    steps, own = measured_steps(trials), untraced_own(trials)
+    status = (trials or {}).get("status", "")
+    untraced = own is not None and (bool(steps) or status == "compute-bound")
+    wait, compute = own if untraced and own else (loop.wait_per_batch, loop.compute_per_batch)
+    wait_fraction = wait / (wait + compute) if wait + compute > 0 else 0.0
     produce = wait if workers == 0 else workers * (wait + compute)
-    above_threshold = loop.wait_fraction >= LOADER_BOUND
+    above_threshold = wait_fraction >= LOADER_BOUND
     within_handoff = workers >= 1 and 1e3 * wait <= HANDOFF_MS  # the wait no worker can remove
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
     measured: dict = {}
     choice = choose_workers(curve, compute, worker_cap) if curve is not None and compute > 0 else None
     short = curve is not None and compute > 0 and choice is None
-    if choice is not None:
+    if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)
+                               or not above_threshold and choice.never_keeps_up):
+        choice = None  # a loop that did not wait is never told to add workers, nor that the loader holds it back
+    if choice is not None and choice.workers == 0 and not (choice.capped or choice.never_keeps_up):
+        loader_bound = False  # the curve measured that the main process alone keeps up
+    if steps:
+        chosen = needed = fewest_within(steps)
+        basis, capped, never, spare, loader_bound = "tried", False, False, False, True
+        fastest = sorted(steps.items(), key=lambda kt: kt[1])
+        measured = {"tried": steps, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
+            f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest)}
+    elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
         measured = {"compute_rate": 1 / compute, "target_rate": choice.target_rate,
@@ -130,20 +137,15 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
-        "wait_pct": 100 * loop.wait_fraction, "raw_workers": raw, "needed_workers": needed,
+        "wait_pct": 100 * wait_fraction, "raw_workers": raw, "needed_workers": needed,
         "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
-        "hold_mismatch": curve is not None and curve.hold_ms > 0 and compute > 0  # the run's whole loop, if known
-        and abs((curve.loop_ms or curve.hold_ms) / (1e3 * compute) - 1) > HOLD_TOLERANCE,
-        "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers")})
-
-
-def handoff_short(n: AdviceNumbers) -> bool:
-    """A paced curve that levels off at 1 worker, more were measured and added nothing, and it is within
-    HANDOFF_SHARE of its target: the hand-over is what is short (`held_loop_handoff`)."""
-    return (n.curve_best_workers == 1 and (n.curve_max_workers or 0) > 1
-            and (n.curve_best_rate or 0.0) >= HANDOFF_SHARE * (n.target_rate or math.inf))
+        "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers"),
+        "traced_step_ms": 1e3 * (loop.wait_per_batch + loop.compute_per_batch),
+        "untraced_step_ms": None if own is None else 1e3 * sum(own),
+        "traced_batches": (trials or {}).get("traced_batches"),
+        "fallback": "" if untraced or not trials else status})
 
 
 RULES: tuple[Rule, ...] = (
@@ -154,7 +156,11 @@ RULES: tuple[Rule, ...] = (
     Rule("workers_unknown", "warning", lambda n: n.loop_found and not n.workers_known,
          "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
          "Pass --num-workers N (the value the run used) for exact advice."),
-    Rule("loader_bound", "advice", lambda n: n.loader_bound,
+    Rule("waited_untraced", "advice", lambda n: n.basis == "tried",
+         "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
+         "with {current_workers} worker(s))."),
+    Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
+    Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
          "(line {loop_where}, {batches} batches)."),
@@ -210,14 +216,8 @@ RULES: tuple[Rule, ...] = (
          "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
          "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within "
          "{level_pct}% of the median of its points from there up) or passes the {target_rate:.0f} that feed it "
-         "{fed_pct}% of the time. The hand-over is in this measurement; the advice adds {curve_slack}, "
-         "{num_workers} in all, because once fed the real step ran shorter than the profiled one (0.74-0.88 of "
-         "it in six GPU runs: the profiler's line tracing, and the first epoch's warm-up where the hold came "
-         "from one epoch; profile two to leave that out)."),
-    Rule("paced_slack_capped", "advice",
-         lambda n: n.basis == "measured" and n.curve_slack is not None and n.curve_slack < PACED_SLACK,
-         "Only {curve_slack} of the {paced_slack} workers the paced advice adds fit beside the main process "
-         "in {cpu_ceiling} CPU(s); with more CPUs, ask for {paced_slack} more than the fewest fed."),
+         "{fed_pct}% of the time. The advice adds {curve_slack}, {num_workers} in all: "
+         "this curve was held for the traced step, which is longer than the real one."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,
          "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
@@ -232,22 +232,12 @@ RULES: tuple[Rule, ...] = (
          "batches/s it should deliver ({margin} times the {compute_rate:.0f} the loop consumes), so more than "
          "{num_workers} workers only take CPUs. Make batches cheaper to build (lighter transforms, one file "
          "per many samples instead of many small files) or keep the data on the GPU."),
-    Rule("never_feeds_held_loop", "advice", lambda n: n.never_keeps_up and n.curve_hold_ms > 0 and not handoff_short(n),
+    Rule("never_feeds_held_loop", "advice", lambda n: n.never_keeps_up and n.curve_hold_ms > 0,
          "The loader cannot keep the loop fed at any number of workers: with each batch held {curve_hold_ms:g} ms, "
          "it levels off at {curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the "
          "{target_rate:.0f} batches/s that keep such a loop fed {fed_pct}% of the time, so more than {num_workers} "
          "worker(s) only take CPUs. Make batches cheaper to build (lighter transforms, one file per many samples "
          "instead of many small files) or keep the data on the GPU."),
-    Rule("held_loop_handoff", "advice", lambda n: n.never_keeps_up and n.curve_hold_ms > 0 and handoff_short(n),
-         "With each batch held {curve_hold_ms:g} ms, 1 worker delivers {curve_best_rate:.0f} batches/s and more "
-         "workers add nothing, a little short of the {target_rate:.0f} batches/s that keep such a loop fed "
-         "{fed_pct}% of the time. Building batches is not what is short: the loop still waits for each batch to "
-         "be handed over, which more workers do not remove. Use num_workers={num_workers}."),
-    Rule("hold_mismatch", "warning", lambda n: n.hold_mismatch,
-         "The paced loader curve held each batch {curve_hold_ms:g} ms, but this profile's loop computed for "
-         "{compute_ms:.2f} ms per batch: the curve answers for a loop of another pace. "
-         "Measure it again with `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`, or "
-         "profile with `python -m profiling run` (paced unless `--alone`), which holds for the loop's own step."),
     Rule("no_room_for_spare", "advice", lambda n: n.loader_bound and n.spare_dropped,
          "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
          "num_workers is {num_workers}: at least the average need, with less room for slow batches."),
@@ -286,12 +276,15 @@ RULES: tuple[Rule, ...] = (
          and n.persistent_workers is not True,
          "Add persistent_workers=True to the DataLoader: otherwise the {num_workers} worker(s) are "
          "started again at every epoch, and the first batches of each epoch wait for them."),
-    Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0,
+    Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
          "{cpus} CPU(s), which the model ignores. Check the advice with `python -m profiling sweep`."),
     Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
+    Rule("fewest_within", "advice", lambda n: n.basis == "tried",
+         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured "
+         "(each count timed untraced in turns of your own loop, warm-up batches left out)."),
 )
 
 # The lesson script's own flags for a rule's remedy, appended to its message. Kept apart from the
@@ -325,9 +318,9 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
 
 
 def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES,
-           curve: LoaderCurve | None = None) -> Advice:
+           curve: LoaderCurve | None = None, trials: dict | None = None) -> Advice:
     """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
-    numbers = model_numbers(loop, facts, curve)
+    numbers = model_numbers(loop, facts, curve, trials=trials)
     fired = [rule for rule in rules if rule.when(numbers)]
     edits: list[str] = []
     if numbers.num_workers is not None:

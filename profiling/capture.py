@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from profiling import trials as trials_module
+
 PATH_VAR = "DLPROF_LOADERS"         # where to write the record
 WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
 BATCHES_VAR = "DLPROF_MAX_BATCHES"  # stop the script after this many batches of one loader
@@ -42,8 +44,9 @@ SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "pr
 class Capture:
     """The loaders seen so far, and what to do to them; one per process."""
 
-    def __init__(self, path: Path, set_workers: int | None = None, max_batches: int | None = None) -> None:
-        self.path, self.set_workers, self.max_batches = path, set_workers, max_batches
+    def __init__(self, path: Path, set_workers: int | None = None, max_batches: int | None = None,
+                 trials: trials_module.Trials | None = None) -> None:
+        self.path, self.set_workers, self.max_batches, self.trials = path, set_workers, max_batches, trials
         self.loaders: list[dict[str, Any]] = []
         self.stopped_after: int | None = None
         self.pid = os.getpid()
@@ -71,8 +74,7 @@ class Capture:
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
-                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0,
-                     "warm_steps": 0, "warm_seconds": 0.0, "warm_wait_seconds": 0.0}
+                     "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
             if self.set_workers is not None:
                 entry["workers_set_by"] = WORKERS_VAR
             object.__setattr__(loader, "_dlprof_entry", entry)
@@ -88,15 +90,16 @@ class Capture:
         The first batch of each epoch is left out (the workers starting), and so is the time between
         epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute. Work done
         inside an epoch every N steps (an evaluation, a checkpoint) counts, in the mean, as the
-        profile's own compute per batch counts it. The steps of the epochs after the first are also
-        kept apart (`warm_*`): the first epoch carries the run's warm-up."""
+        profile's own compute per batch counts it."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
+        if self.trials is not None:
+            step = None if previous is None or asked is None else now - previous
+            self.trials.batch(entry, step, None if step is None else now - asked)
         if previous is not None and asked is not None:
-            for prefix in ("loop", "warm") if entry["epochs"] >= 2 else ("loop",):
-                entry[f"{prefix}_steps"] += 1
-                entry[f"{prefix}_seconds"] += now - previous
-                entry[f"{prefix}_wait_seconds"] += now - asked
+            entry["loop_steps"] += 1
+            entry["loop_seconds"] += now - previous
+            entry["loop_wait_seconds"] += now - asked
         if iterator is not None:
             object.__setattr__(iterator, "_dlprof_last", now)
         entry["batches"] += 1
@@ -111,7 +114,7 @@ class Capture:
         if os.getpid() != self.pid:  # a forked worker must not overwrite the parent's record
             return
         record = {"version": 1, "stopped_after": self.stopped_after, "set_workers": self.set_workers,
-                  "loaders": self.loaders}
+                  "loaders": self.loaders, "trials": None if self.trials is None else self.trials.record()}
         self.path.write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
 
     def patch(self, module: Any) -> None:
@@ -135,8 +138,14 @@ class Capture:
 
         def __iter__(self: Any) -> Any:
             entry = capture.record(self)
-            iterator = iterate(self)
-            object.__setattr__(iterator, "_dlprof_entry", entry)
+            if capture.trials is None:
+                iterator = iterate(self)
+            else:  # the training loader after its traced part: maybe served by other worker counts
+                iterator = capture.trials.iterator(self, entry, iterate)
+            if isinstance(iterator, trials_module.Segmented):
+                iterator.after = lambda asked: capture.batch(entry, iterator, asked)
+            else:
+                object.__setattr__(iterator, "_dlprof_entry", entry)
             object.__setattr__(iterator, "_dlprof_last", None)  # persistent workers reuse the iterator
             return iterator
 
@@ -183,7 +192,8 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     environ = os.environ if environ is None else environ
     if not environ.get(PATH_VAR):
         return None
-    capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)))
+    capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)),
+                      trials_module.from_environment(environ))
     if TARGET in sys.modules:
         capture.patch(sys.modules[TARGET])
     else:
@@ -192,14 +202,24 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     return capture
 
 
-def read_loaders(path: Path) -> list[dict[str, Any]]:
-    """The loaders recorded in `path` ([] when it is missing or unreadable: a bare .lprof)."""
+def read_record(path: Path) -> dict[str, Any]:
+    """The record in `path` ({} when it is missing or unreadable: a bare .lprof)."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    loaders = record.get("loaders") if isinstance(record, dict) else None
-    return [entry for entry in loaders or [] if isinstance(entry, dict)]
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def read_loaders(path: Path) -> list[dict[str, Any]]:
+    """The loaders recorded in `path` ([] when there are none)."""
+    return [entry for entry in read_record(path).get("loaders") or [] if isinstance(entry, dict)]
+
+
+def read_trials(path: Path) -> dict[str, Any] | None:
+    """What `run` traced, timed untraced and tried in the script's own loop (profiling.trials), if anything."""
+    trials = read_record(path).get("trials")
+    return trials if isinstance(trials, dict) else None
 
 
 def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None,
@@ -224,29 +244,21 @@ def batches_per_second(entry: Mapping[str, Any]) -> float | None:
 
 
 class LoopStep(NamedTuple):
-    """The training loop's step as the hook timed it: seconds per batch, and where they come from."""
+    """The training loop's step as the hook timed it: seconds per batch, and how many steps."""
 
     compute_s: float
     wait_s: float
     steps: int
-    warm: bool  # True: the epochs after the first; False: all epochs
 
 
-def loop_step(entry: Mapping[str, Any], warm: bool = True) -> LoopStep | None:
-    """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left
-    out), and the steps they come from: the epochs after the first when they hold FEW_STEPS steps,
-    because the first epoch carries the run's warm-up (on an H200 the second epoch computed at
-    0.68-0.85 of the first, benchmarks/profiled_step.py); else, or with `warm=False`, all. None with
-    fewer than FEW_STEPS, or when the wait took all the time (no compute to pace by)."""
-    use_warm = warm and (entry.get("warm_steps") or 0) >= FEW_STEPS
-    prefix = "warm" if use_warm else "loop"
-    steps = int(entry.get(f"{prefix}_steps") or 0)
-    if steps < FEW_STEPS:
+def loop_step(entry: Mapping[str, Any]) -> LoopStep | None:
+    """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left out);
+    None with fewer than FEW_STEPS steps, or when the wait took all the time (no compute to pace by)."""
+    steps = int(entry.get("loop_steps") or 0)
+    seconds, wait = float(entry.get("loop_seconds") or 0.0), float(entry.get("loop_wait_seconds") or 0.0)
+    if steps < FEW_STEPS or seconds - wait <= 0:
         return None
-    seconds, wait = float(entry.get(f"{prefix}_seconds") or 0.0), float(entry.get(f"{prefix}_wait_seconds") or 0.0)
-    if seconds - wait <= 0:
-        return None
-    return LoopStep((seconds - wait) / steps, wait / steps, steps, use_warm)
+    return LoopStep((seconds - wait) / steps, wait / steps, steps)
 
 
 def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:

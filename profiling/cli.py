@@ -92,19 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-interval", type=float, default=1.0, help="seconds between samples")
     run.add_argument("--num-workers", type=_non_negative_int, default=None,
                      help="the script's DataLoader workers, if it cannot be read from its arguments")
+    run.add_argument("--trace-batches", type=_non_negative_int, default=500,
+                     help="line-trace the training loader's first epoch, or this many batches if fewer, then "
+                          "time the loop untraced (default 500; 0 = trace the whole run, try nothing)")
+    run.add_argument("--try-workers", default="auto", metavar="auto|off|K,K,...",
+                     help="where the loader holds the loop back, the worker counts the later epochs try in turn "
+                          "(default auto: 1, 2, 4, 6, 8, 12, ... within the job's CPUs)")
+    run.add_argument("--segment-seconds", type=float, default=2.0,
+                     help="at most this many timed seconds per worker count per turn (default 2; a turn is "
+                          "also at most an epoch's share, so that one round of counts fits in an epoch)")
     run.add_argument("--curve-seconds", type=float, default=2.0,
-                     help="after the run, time the script's DataLoader for this many seconds per num_workers "
-                          "setting (the loader curve the advice is measured from); 0 = skip")
+                     help="when the run was too short to try worker counts, time its DataLoader at exit for "
+                          "this many seconds per setting (the fallback loader curve); 0 = skip")
     pacing = run.add_mutually_exclusive_group()
-    pacing.add_argument("--paced", dest="paced", action="store_true", default=None,
-                        help="(the default) time the DataLoader with each batch held for the loop's own compute "
-                             "per batch, as timed in this run (a paced curve: the hand-over to a busy loop is "
-                             "measured, not covered by a margin; the advice is the fewest workers that keep it "
-                             "fed, + 2)")
+    pacing.add_argument("--paced", dest="paced", action="store_true", default=True,
+                        help="(the default) the fallback curve holds each batch for the loop's own step")
     pacing.add_argument("--alone", dest="paced", action="store_false",
-                        help="time the DataLoader alone instead, each batch taken at once, and advise the fewest "
-                             "workers that deliver twice the loop's rate (the margin rule; docs/profiling-model.md "
-                             "compares the two)")
+                        help="the fallback curve times the DataLoader alone (the margin rule, which "
+                             "benchmarks/advice_v2.py still judges)")
     run.add_argument("--module", action="append", default=[], metavar="NAME",
                      help="also profile this module of your own (import name or path), for a training loop "
                           "that lives outside the script; repeat for more")

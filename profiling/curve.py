@@ -14,32 +14,13 @@ from pathlib import Path
 
 from profiling.records import CurvePoint, LoaderCurve, ProfileError
 
-# The workers must deliver this many times the batches the loop consumes, because beside a training
-# loop they deliver less than alone: the main process hands out indices and takes batches back (and
-# pins them) between its own steps, so batches wait on it. On an H100 (16 cores), near the loop's
-# need the workers gave 0.55-0.85 of their alone rate (docs/profiling-model.md). The knee of plain
-# MNIST was 16 workers, past the curve's top point at 2.7x the loop's rate; with heavy augmentation
-# it was 13 workers, where the curve had 1.4x. On one H200 the MNIST knee had 1.0x: 2 is in between.
+# The fallback's constants (docs/profiling-model.md, "the fallback"): a curve timed alone must reach
+# CURVE_MARGIN x the loop's rate; a paced one (each batch held for the loop's step) FED_SHARE of the held
+# rate, or settle within LEVEL of its own level once near it; then PACED_SLACK workers more, because the
+# hold is the traced step, longer than the real one.
 CURVE_MARGIN = 2.0
-# A paced curve (each batch held for the loop's compute, `profiling loader --hold-ms`) measures the
-# hand-over that CURVE_MARGIN stands in for: there the workers must give the held loop this share of
-# its own rate, 1 / hold (the loop within 5 % of never waiting), and no margin is added.
 FED_SHARE = 1 / 1.05
-# ... and then this many workers more, because once fed the loop's real step is shorter than the
-# profiled one the hold is set from: 0.74-0.88 of it in six runs timed on warm epochs (three H100s, one
-# H200), where the fewest fed workers alone fell below the knee in five. Across twenty-five runs, fed + 2
-# was above the knee + 2 once: small files on an H100, whose loop slowed as workers were added, which a
-# held curve cannot see (docs/results.md, "Advice v2: a steadier sweep" and after). The causes of the
-# short step, measured on an H200: kernprof's line tracing (1.04-1.34x) and a one-epoch profile's warm-up.
 PACED_SLACK = 2
-# A held loop's curve levels off where the hand-over, not the workers, limits it, and that level can sit
-# right at FED_SHARE: on an H100 (MNIST held 3.5 ms) every k from 4 to 14 gave 0.945-0.954 of the held
-# rate, and noise alone made 12 the first to cross the line. So once the curve reaches the target, the
-# fewest fed workers are the fewest within LEVEL of where the curve settles from there on (the median
-# of the measured points from k up: one high point, 14 workers 2 % above the rest on an H200, moves it
-# less than the best would). A curve whose level sits within LEVEL under the line is fed the same way:
-# that level is the hand-over's, not a loader short of work (H100 J, MNIST held 3.24 ms: 290 of 294
-# batches/s from 4 workers, where 6 workers were the best epoch; docs/results.md, "an interleaved sweep").
 LEVEL = 0.02
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 ZERO_WORKERS = 0.05  # num_workers=0 only when building a batch costs under 5 % of a step
@@ -138,8 +119,7 @@ def read_curve(path: Path) -> LoaderCurve:
         points = tuple(CurvePoint(int(p["workers"]), int(p["batches"]), float(p["seconds"]),
                                   float(p["batches_per_s"])) for p in data["points"])
         curve = LoaderCurve(points, int(data["cpus"]), data.get("batch_size"), bool(data.get("pin_memory")),
-                            str(data.get("where", "")), float(data.get("hold_ms") or 0.0),
-                            float(data.get("loop_ms") or 0.0))
+                            str(data.get("where", "")), float(data.get("hold_ms") or 0.0))
     except OSError as err:
         raise ProfileError(f"cannot read the loader curve {path}: {err.strerror or err}") from None
     except (ValueError, KeyError, TypeError) as err:

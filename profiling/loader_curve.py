@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -229,10 +229,8 @@ class _CurveHook:
             print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
                   "the curve by; it is timed alone", file=sys.stderr)
             return 0.0
-        which = "the epochs after the first" if step.warm else \
-            "one epoch" if (entry.get("epochs") or 0) <= 1 else "all epochs"
-        print(f"loader curve: the loop computed for {1e3 * step.compute_s:.2f} ms per batch ({step.steps} steps timed, "
-              f"{which}): each batch is held that long", file=sys.stderr)
+        print(f"loader curve: the loop computed for {1e3 * step.compute_s:.2f} ms per batch ({step.steps} steps "
+              "timed): each batch is held that long", file=sys.stderr)
         return round(1e3 * step.compute_s, 3)
 
     def measure(self) -> None:
@@ -244,6 +242,10 @@ class _CurveHook:
                   file=sys.stderr)
             return
         cap = self.capture
+        tried = cap.trials.record()["status"] if cap.trials is not None else None
+        if tried in ("tried", "compute-bound"):  # measured in the run itself: no fallback needed
+            print(f"loader curve: not needed: the run's own loop was timed untraced ({tried})", file=sys.stderr)
+            return
         seen, cap.max_batches, cap.set_workers = len(cap.loaders), None, None  # our loaders are not the script's
         # the training loop's loader: the one whose loop took the most time (an evaluation loader can
         # give more, smaller batches), then the one that gave the most batches
@@ -264,9 +266,6 @@ class _CurveHook:
         try:
             curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds, gpus=gpus,
                                   hold_s=self.hold_ms / 1e3)
-            whole = capture.loop_step(entry, warm=False) if self.paced_by_loop and self.hold_ms > 0 else None
-            if whole is not None:  # what a profile of this run counts: hold_mismatch compares with it
-                curve = replace(curve, loop_ms=round(1e3 * whole.compute_s, 3))
             for written in write_outputs(curve, self.path):
                 print(f"loader curve: wrote {written}", file=sys.stderr)
         except Exception as err:  # the script's run is done; a failed extra measurement must not hide it

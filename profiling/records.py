@@ -110,7 +110,7 @@ class AdviceNumbers:
     raw_workers: int | None = None      # the average need: ceil(produce / compute)
     needed_workers: int | None = None   # the estimate (bare profile) or the measured need (curve)
     loop_where: str | None = None       # file:line of the loop header
-    basis: str = "none"                 # "measured" (loader curve), "estimate" (profile only), "kept", "none"
+    basis: str = "none"                 # "tried" (in the run), "measured" (loader curve), "estimate", "kept", "none"
     estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
     compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
     target_rate: float | None = None    # what the workers must deliver: compute_rate x margin, or FED_SHARE / hold
@@ -126,7 +126,13 @@ class AdviceNumbers:
     curve_fed_workers: int | None = None  # a paced curve: the fewest workers that kept the held loop fed
     curve_fed_rate: float | None = None  # ... and the batches/s they gave the held loop
     curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)
-    hold_mismatch: bool = False         # a paced curve held for a step far from this profile's compute
+    tried: dict | None = None           # measured in the run, untraced: workers -> seconds per step
+    tried_text: str = ""                # ... in words, fastest first
+    tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
+    traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)
+    untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers
+    traced_batches: int | None = None   # the batches line tracing covered
+    fallback: str = ""                  # why the run's own loop could not be measured (the advice falls back)
 
 
 @dataclass(frozen=True)
@@ -149,8 +155,6 @@ class LoaderCurve:
     pin_memory: bool
     where: str = ""              # file:line where the measured DataLoader was built, when known
     hold_ms: float = 0.0         # each batch was held this long, as a loop would (0: taken at once)
-    loop_ms: float = 0.0         # `run --paced`: the loop's compute per batch over its whole run, as a
-    #                              profile of that run counts it (the hold may be its warm epochs only)
 
     def rate(self, workers: int) -> float | None:
         return next((p.batches_per_s for p in self.points if p.workers == workers), None)

@@ -16,6 +16,7 @@ from typing import Any
 from profiling.records import Report
 
 TOP_LINES = 15  # the slowest lines shown in text and Markdown (the CSV and HTML have them all)
+TEXT_WHY = 3    # the text report's "Why" lines (the Markdown, HTML and JSON reports have them all)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -45,12 +46,18 @@ def _loop_lines(report: Report) -> list[str]:
     loop = report.loop
     if loop is None:
         return ["No training loop (`for ... in <loader>`) found: see the notes."]
-    return [f"Training loop: {loop.file}:{loop.header_line} in {loop.function}(), {loop.batches} batches",
-            f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
-            f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
+    n = report.advice.numbers
+    traced = f"the first {n.traced_batches} batches traced" if n and n.traced_batches else "traced"
+    lines = [f"Training loop: {loop.file}:{loop.header_line} in {loop.function}(), {loop.batches} batches ({traced})",
+             f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
+             f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
+    if n and n.untraced_step_ms and n.traced_step_ms:
+        lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced: tracing "
+                     f"made a step {n.traced_step_ms / n.untraced_step_ms:.2f}x as long)")
+    return lines
 
 
-BASIS = {"measured": "(measured: loader curve)", "estimate": "(ESTIMATE: see below)",
+BASIS = {"tried": "(measured in your run)", "measured": "(measured: loader curve)", "estimate": "(ESTIMATE: see below)",
          "kept": "(kept: the loader keeps up)", "none": ""}
 
 
@@ -59,6 +66,8 @@ def _advice_head(report: Report) -> list[str]:
     if advice.num_workers is None:
         return ["No num_workers advice (see why below)."]
     basis = BASIS.get(advice.numbers.basis if advice.numbers else "none", "")
+    if advice.numbers and advice.numbers.fallback:  # said first: the run's own loop could not be measured
+        basis = f"{basis[:-1]}; fallback: {advice.numbers.fallback})"
     return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
 
 
@@ -94,12 +103,14 @@ def render_text(report: Report) -> str:
     out = [f"Profile: {report.lprof_path}", _facts_line(report), f"  ({report.facts.source})", ""]
     out += _loop_lines(report) + ["", "Phases" + (f" of {report.loop.function}()" if report.loop else "") + ":"]
     out += _text_table(PHASE_HEADER, _phase_rows(report))
-    out += ["", "ADVICE", "  " + _advice_head(report)[0]] + _curve_lines(report)
+    out += ["", "ADVICE", "  " + _advice_head(report)[0]]
     if report.advice.edits:
         out += ["  Exact edits (job script, then training script):"] + [f"    {e}" for e in report.advice.edits]
-    out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons]
-    for title, items in _advice_lists(report):
+    out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons[:TEXT_WHY]]
+    for title, items in _advice_lists(report)[:1] if report.advice.warnings else []:
         out += [f"  {title}:"] + [f"  - {r}" for r in items]
+    if len(report.advice.reasons) > TEXT_WHY or report.advice.notes or report.curve is not None:
+        out += ["  (the curve, the other reasons and notes: the .report.md, .report.html and .report.json)"]
     if report.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
     out += ["", f"Slowest lines (of {len(report.lines)}):"] + _text_table(LINE_HEADER, _line_rows(report))

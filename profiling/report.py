@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from profiling.advice import advise
-from profiling.capture import loader_for_loop, read_loaders
+from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
 from profiling.precheck import worker_flag
@@ -103,8 +103,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources)
     loop = training_loop(table, loops)
-    loader = loader_for_loop(read_loaders(sibling(lprof_path, ".loaders.json")),
-                             loop.file if loop else None, loop.header_line if loop else None)
+    record = sibling(lprof_path, ".loaders.json")
+    loader = loader_for_loop(read_loaders(record), loop.file if loop else None, loop.header_line if loop else None)
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve = None
@@ -127,7 +127,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts, curve=curve), notes=notes, meta=meta, samples=samples, loop=loop,
+                  advice=advise(loop, facts, curve=curve, trials=read_trials(record)), notes=notes, meta=meta,
+                  samples=samples, loop=loop,
                   curve=curve)
 
 

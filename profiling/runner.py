@@ -29,6 +29,7 @@ from profiling.precheck import unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
+from profiling.trials import SEGMENT_VAR, TRACE_VAR, TRY_VAR
 from profiling.script_reader import declared_default
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.
@@ -98,10 +99,12 @@ def _now() -> str:
 
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
-                 num_workers: int | None = None, curve_seconds: float = 2.0,
-                 modules: Sequence[str] = (), paced: bool = False) -> tuple[int, dict, "Sampler | None"]:
-    """Run the script under kernprof; return (exit code, metadata, sampler or None). `paced`: the
-    loader curve at exit holds each batch for the loop's own compute per batch (profiling.loader_curve)."""
+                 num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
+                 trace_batches: int = 500, try_workers: str = "auto", segment_seconds: float = 2.0,
+                 paced: bool = True) -> tuple[int, dict, "Sampler | None"]:
+    """Run the script under kernprof; return (exit code, metadata, sampler or None). Tracing stops after
+    `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
+    (profiling.trials); a run too short for that gets the paced loader curve at exit (profiling.loader_curve)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
@@ -131,6 +134,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     started = datetime.now(timezone.utc)
     sampler = None
     child_env = kernprof_environment(loaders=loaders)
+    if trace_batches > 0:
+        child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
     if curve_seconds > 0:
         child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds)})
         if paced:
@@ -184,8 +189,6 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.report import build_report, write_report
 
     script, modules = args.command[0], getattr(args, "module", None) or ()
-    if getattr(args, "paced", None) is True and getattr(args, "curve_seconds", 2.0) <= 0:
-        raise ProfileError("--paced holds the loader curve for the loop's step, and --curve-seconds 0 skips the curve")
     problem = script_problem(script)
     if problem:
         raise ProfileError(problem)
@@ -199,7 +202,8 @@ def run_command(args: argparse.Namespace) -> int:
     code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
-                                       getattr(args, "paced", None) is not False)  # paced unless --alone
+                                       getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
+                                       getattr(args, "segment_seconds", 2.0), getattr(args, "paced", True))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profiling.advice import RULES, model_numbers
-from profiling.records import AdviceNumbers, JobFacts, LoopSummary
+from profiling.records import AdviceNumbers, CurvePoint, JobFacts, LoaderCurve, LoopSummary
 
 small = st.integers(min_value=0, max_value=40)
 # 0, or at least a microsecond: a subnormal compute time overflows ceil(produce / compute) (left to the model)
@@ -40,6 +40,16 @@ def check(numbers: AdviceNumbers) -> None:
     text = " ".join(fired.values())
     assert not ("stay the bottleneck" in text and "not the bottleneck" in text), text
     assert not ("The loader is the bottleneck" in text and "not the bottleneck" in text), text
+    assert not ("The loader is the bottleneck" in text and "no_workers_needed" in fired), text
+    if "compute_bound" in fired and numbers.workers_known:  # a loop that did not wait is never given more workers
+        assert numbers.num_workers is None or numbers.num_workers <= numbers.current_workers or numbers.basis in (
+            "estimate", "tried", "none") or not numbers.loop_found, numbers
+    if numbers.basis == "tried":  # the measured path: the advice is a measured count, fewest within tolerance
+        steps = numbers.tried
+        assert numbers.num_workers in steps and "The loader is the bottleneck" in text and "compute_bound" not in fired
+        best = min(steps.values())
+        assert steps[numbers.num_workers] <= (1 + numbers.tolerance_pct / 100) * best
+        assert all(steps[k] > (1 + numbers.tolerance_pct / 100) * best for k in steps if k < numbers.num_workers)
     if "capped_by_cpus" in fired or "no_room_for_spare" in fired:
         assert numbers.loader_bound
     if numbers.workers_known and numbers.current_workers > max(numbers.cpus - numbers.main_cpus, 0):
@@ -54,6 +64,28 @@ def check(numbers: AdviceNumbers) -> None:
 @given(advice_numbers())
 def test_any_numbers_give_sentences_that_agree(numbers):
     check(numbers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(wait=ms, compute=ms, own=small, steps=st.dictionaries(small, st.floats(1e-4, 1.0), min_size=1, max_size=8),
+       status=st.sampled_from(["tried", "compute-bound", "too short to try worker counts: x", "worker counts not "
+                               "tried: an IterableDataset"]), untraced_wait=st.floats(0, 0.5), cpus=st.integers(1, 64),
+       gpus=st.integers(0, 8), curve=st.booleans())
+def test_the_measured_path_gives_sentences_that_agree(wait, compute, own, steps, status, untraced_wait, cpus, gpus,
+                                                      curve):
+    """Any trials record `run` may write (profiling.trials), with or without a fallback curve."""
+    loop = LoopSummary("train.py", "train", 57, 100, wait * 0.1, compute * 0.1, 1)
+    timed = {str(k): {"steps": 20, "seconds": 20 * t, "wait_seconds": 20 * min(untraced_wait, t)}
+             for k, t in steps.items()}
+    timed.setdefault(str(own), {"steps": 20, "seconds": 20 * 0.01, "wait_seconds": 20 * min(untraced_wait, 0.01)})
+    trials = {"status": status, "own_workers": own, "traced_batches": 100, "settings": timed,
+              "untraced": {"steps": 50, "seconds": 0.5, "wait_seconds": 0.5 * min(untraced_wait, 0.01) / 0.01}}
+    points = tuple(CurvePoint(k, 100, 1.0, r) for k, r in ((0, 50.0), (1, 120.0), (4, 400.0), (8, 420.0)))
+    loader_curve = LoaderCurve(points, cpus, 64, True, hold_ms=2.0) if curve else None
+    numbers = model_numbers(loop, JobFacts(cpus=cpus, gpus=gpus, num_workers=own), loader_curve, trials=trials)
+    check(numbers)
+    assert (numbers.basis == "tried") == (status == "tried")
+    assert bool(numbers.fallback) == (status not in ("tried", "compute-bound"))
 
 
 @settings(max_examples=300, deadline=None)

@@ -78,19 +78,12 @@ def test_times_the_loops_own_step_leaving_out_epoch_starts_and_the_time_between(
     span = loader["last_batch_s"] - loader["first_batch_s"]  # first to last batch, the 0.3 s included
     assert loader["loop_seconds"] <= span - 0.3
     assert 0 <= loader["loop_wait_seconds"] < loader["loop_seconds"]
-    assert loader["warm_steps"] == 7 and loader["warm_seconds"] <= loader["loop_seconds"]  # the second epoch
     assert loop_compute_seconds(loader) >= 0.02  # a step holds at least its sleep
-    assert loop_compute_seconds({**loader, "loop_steps": FEW_STEPS - 1, "warm_steps": FEW_STEPS - 1}) is None
+    assert loop_compute_seconds({**loader, "loop_steps": FEW_STEPS - 1}) is None
 
 
-def test_the_loops_step_comes_from_the_warm_epochs_when_they_hold_enough_steps():
-    """A first epoch of 10 steps at 50 ms (the warm-up) and a second of 10 at 20 ms: the step is 20 ms.
-    With only 3 warm steps (a run stopped early), all 13 count."""
-    entry = {"loop_steps": 20, "loop_seconds": 0.7 + 0.02, "loop_wait_seconds": 0.02,
-             "warm_steps": 10, "warm_seconds": 0.2 + 0.01, "warm_wait_seconds": 0.01}
-    warm = loop_step(entry)
-    assert warm[:3] == pytest.approx((0.02, 0.001, 10)) and warm.warm
-    short = {**entry, "loop_steps": 13, "loop_seconds": 0.56, "warm_steps": 3, "warm_seconds": 0.06}
-    whole = loop_step(short)
-    assert whole[:3] == pytest.approx(((0.56 - 0.02) / 13, 0.02 / 13, 13)) and not whole.warm
-    assert loop_step({**short, "loop_wait_seconds": 0.56}) is None  # all wait: no compute to pace by
+def test_the_loops_step_is_its_compute_and_wait_per_timed_step():
+    """20 timed steps, 0.72 s in all, 0.02 s of it waiting: 35 ms of compute and 1 ms of wait a step."""
+    entry = {"loop_steps": 20, "loop_seconds": 0.7 + 0.02, "loop_wait_seconds": 0.02}
+    assert loop_step(entry) == pytest.approx((0.035, 0.001, 20))
+    assert loop_step({**entry, "loop_wait_seconds": 0.72}) is None  # all wait: no compute to pace by

@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from interleaved_sweep import rotated, summarise  # noqa: E402
+from profiling.capture import read_trials  # noqa: E402
 from profiling.curve import read_curve  # noqa: E402
 from profiling.report import build_report  # noqa: E402
 
@@ -45,8 +46,9 @@ def test_the_summary_drops_the_warm_up_pass_and_pairs_settings_within_a_pass():
 
 
 def test_the_advice_of_a_real_profile_is_swept_and_judged(tmp_path):
-    """interleaved_advice.sh: `profiling run --alone` and `run --paced` at num_workers=1, then the sweep with
-    both advised k among the settings: two passes of every setting, and verdicts on the swept epochs."""
+    """interleaved_advice.sh: `profiling run --alone` and `run` (three epochs, worker counts tried in its own loop)
+    at num_workers=1, then the sweep with both advised k among the settings: two passes of every setting, and
+    verdicts on the swept epochs."""
     data = ["--synthetic", "--train-samples", "384", "--test-samples", "64", "--data-dir", str(tmp_path / "data"),
             "--device", "cpu"]
     done = subprocess.run(["bash", str(REPO / "benchmarks" / "interleaved_advice.sh"), str(tmp_path / "ia"), "0,1",
@@ -54,10 +56,10 @@ def test_the_advice_of_a_real_profile_is_swept_and_judged(tmp_path):
                           timeout=900, cwd=REPO)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     advised = {name: build_report(tmp_path / "ia" / folder / "mnist_classify.lprof").advice.num_workers
-               for name, folder in (("margin 2", "profile"), ("paced", "paced"))}
-    # `run --alone` timed the loader alone (the margin rule); `run --paced` held it for the loop's step
+               for name, folder in (("margin 2", "profile"), ("measured", "measured"))}
+    # `run --alone` timed the loader alone (the margin rule); `run` timed its own loop untraced after the first epoch
     assert read_curve(tmp_path / "ia" / "profile" / "mnist_classify.curve.json").hold_ms == 0
-    assert read_curve(tmp_path / "ia" / "paced" / "mnist_classify.curve.json").hold_ms > 0
+    assert read_trials(tmp_path / "ia" / "measured" / "mnist_classify.loaders.json")["traced_batches"] == 6
     epochs = pd.read_csv(tmp_path / "ia" / "sweep" / "epochs.csv")
     settings = sorted({0, 1} | set(advised.values()))
     assert sorted(set(epochs["workers"])) == settings

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 34 on a GPU node, from the repo root: each script of benchmarks/styles profiled by `profiling run`
+# and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART=1 or 2 picks the
+# scripts, PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).
+set -uo pipefail
+OUT=${OUT:-runs/issue34}
+mkdir -p "$OUT"
+{ nvidia-smi --query-gpu=name --format=csv,noheader; nproc; python3 -c "import torch, line_profiler; print(torch.__version__, line_profiler.__version__)"; } > "$OUT/machine.txt" 2>&1
+judge() {  # NAME TIMEOUT WORKERS BATCHES -- SCRIPT ARGS
+    local name=$1 limit=$2 workers=$3 batches=$4; shift 5
+    timeout "$limit" bash benchmarks/own_styles_advice.sh "$OUT/$name" "$workers" 3 "$batches" -- "$@" \
+        || echo "{\"$name\": \"stopped at ${limit} s or failed\"}" >> "$OUT/$name/verdict.json"
+    grep -m1 "num_workers = " "$OUT/$name/profile.log" || true
+}
+finish() {  # what travels back: the verdicts, logs and records, not the profiles' plots and the sweeps' folders
+    for d in "$OUT"/*/; do
+        rm -rf "$d"sweep/w* "$d"sweep/repeat* "$d"sweep/profile "$d"profile/*.png "$d"profile/*.lprof "$d"profile/*.html 2>/dev/null
+        cat "$d"verdict.json 2>/dev/null
+    done
+}
+trap finish EXIT
+case ${PART:-1} in
+1)
+    judge tiny_mlp 190 2,4,8,12,14 300 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
+    judge conv_default1 190 2,4,8,12,14 300 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000
+    judge augment_heavy 190 2,4,8,12,14 120 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800 ;;
+quick)
+    judge tiny_mlp 170 2,4,8,12,14 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
+    judge conv_default1 170 2,4,8,12,14 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
+2)
+    judge small_files 200 2,4,8,12,14 100 -- benchmarks/styles/small_files.py --epochs 4
+    judge cpu_mixup 170 2,4,8,12,14 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
+overhead)
+    args=(benchmarks/styles/conv_default1.py --epochs 3 --samples 20000 --width 512)
+    for pass in 1 2 3; do
+        for how in plain profiled; do
+            start=$(date +%s.%N)
+            if [ $how = plain ]; then python3 "${args[@]}" > "$OUT/overhead-$how-$pass.log" 2>&1
+            else python3 -m profiling run --output-dir "$OUT/overhead-$pass" -- "${args[@]}" > "$OUT/overhead-$how-$pass.log" 2>&1
+                 rm -f "$OUT/overhead-$pass"/*.png "$OUT/overhead-$pass"/*.html "$OUT/overhead-$pass"/*.lprof; fi
+            echo "$how pass $pass: $(awk "BEGIN{print $(date +%s.%N) - $start}") s" | tee -a "$OUT/overhead.txt"
+        done
+    done ;;
+esac

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 34's goal on one script: `profiling run` (trace the first epoch, then try worker counts in the
+# script's own loop) against an independent sweep (`profiling sweep --repeats R`: one process per setting,
+# the settings taking turns pass by pass, each held to the CPUs the kit's rule gives it). From the repo root:
+#
+#   bash benchmarks/own_styles_advice.sh OUT 2,4,8,12,14 3 300 -- benchmarks/styles/tiny_mlp.py --epochs 3
+#
+# OUT/profile.log: the report; OUT/sweep.log and OUT/sweep/: the sweep; OUT/verdict.json: the advice, the
+# sweep's best and knee, the ratio of their throughputs, and the two goals (within 5 %, at most knee + 2).
+set -euo pipefail
+if [[ $# -lt 6 || $5 != -- ]]; then
+    echo "usage: $0 OUT WORKERS REPEATS BATCHES -- SCRIPT [ARGS...]" >&2
+    exit 2
+fi
+out=$1 workers=$2 repeats=$3 batches=$4
+shift 5
+py=${PYTHON:-python3}
+mkdir -p "$out"
+start=$(date +%s.%N)
+"$py" -m profiling run --formats text,json --output-dir "$out/profile" -- "$@" > "$out/profile.log" 2>&1
+echo "profile wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s" >> "$out/profile.log"
+k=$("$py" -c "import json, glob; print(json.load(open(glob.glob('$out/profile/*.report.json')[0]))['advice']['num_workers'])")
+all=$("$py" -c "print(','.join(str(w) for w in sorted({int(w) for w in '$workers,$k'.split(',')})))")
+lprof=$(ls "$out"/profile/*.lprof)  # given, so the sweep does not profile the script again first
+"$py" -m profiling sweep --workers "$all" --repeats "$repeats" --batches "$batches" --lprof "$lprof" \
+    --output-dir "$out/sweep" -- "$@" \
+    > "$out/sweep.log" 2>&1
+"$py" - "$out" "$k" <<'PY' | tee "$out/verdict.json"
+import json, sys
+out, k = sys.argv[1], int(sys.argv[2])
+sweep = json.load(open(f"{out}/sweep/sweep.json"))
+rate = {r["workers"]: r["images_per_sec"] for r in sweep["results"] if r["images_per_sec"]}
+best = max(rate, key=rate.get)
+ratio = rate[best] / rate[k]
+print(json.dumps({"advice": k, "best": best, "knee": sweep["knee"], "ratio": round(ratio, 3),
+                  "within_5pct": ratio <= 1.05, "at_most_knee_plus_2": k <= sweep["knee"] + 2,
+                  "images_per_sec": {w: round(r, 1) for w, r in sorted(rate.items())}}))
+PY

@@ -1,0 +1,297 @@
+"""Trace a little, then time the real loop untraced, trying worker counts in the script's own DataLoader.
+
+Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so
+the loop itself is timed (docs/profiling-model.md). The first DataLoader the script iterates is the
+training loader. Line tracing covers its first epoch, or DLPROF_TRACE_BATCHES batches if fewer, then is
+switched off for good. The first untraced turn uses the script's own workers; when the loop waited at least
+LOADER_BOUND of a step (more than a hand-over), later epochs are served in turns by DataLoaders with other
+worker counts, in an order rotated each round, warm-up batches skipped, each turn held to the CPUs the kit's
+rule gives its count. Each epoch's batches are drawn once from the script's own sampler (same order, same
+number) and the global RNG advances as one iterator's would: only which worker builds a batch, and so the
+seeds of per-worker augmentation, change. An IterableDataset, or a loader without automatic batching, is
+not tried (said so).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
+
+TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
+TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
+SEGMENT_VAR = "DLPROF_SEGMENT_SECONDS"  # timed seconds per segment
+TRACE_BATCHES = 500
+SEGMENT_SECONDS = 2.0
+ROUNDS = 3         # each setting timed in this many segments, when the run has the batches
+MIN_TIMED = 5      # a segment counts only with this many timed batches
+PRUNE = 1.25       # after the first round, settings slower than this x the best are dropped
+LOADER_BOUND = 0.05  # the untraced loop waited this share of a step: the loader holds it back
+HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
+TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+TOLERANCE = 0.03  # the advice: the fewest workers whose step is within this share of the best measured
+
+
+def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE) -> int:
+    """The fewest workers whose measured step is within `tolerance` of the best measured."""
+    best = min(steps.values())
+    return min(k for k, step in steps.items() if step <= (1 + tolerance) * best)
+
+
+def measured_steps(record: dict | None) -> dict[int, float]:
+    """Seconds per step of each worker count a run tried ({} unless its trials were complete)."""
+    if not record or record.get("status") != "tried":
+        return {}
+    return {int(k): t["seconds"] / t["steps"] for k, t in (record.get("settings") or {}).items()
+            if t.get("steps", 0) >= MIN_TIMED}
+
+
+def candidates(own: int, cpus: int, gpus: int, pin: bool | None, asked: str) -> list[int]:
+    """The worker counts to try: those named, or the ladder within the job's CPUs, its top and the script's own."""
+    if asked not in ("", "auto"):
+        return sorted({int(k) for k in asked.split(",") if k.strip().isdigit()} | {own})
+    top = workers_for_cpus(cpus, gpus, pin)
+    return sorted({k for k in TRY_LADDER if k <= top} | {top, own} - ({0} if top > 0 and own > 0 else set()))
+
+
+class Trials:
+    """The traced part, the untraced timing and the worker trials of one run's training loader."""
+
+    def __init__(self, trace_batches: int = TRACE_BATCHES, segment_s: float = SEGMENT_SECONDS,
+                 asked: str = "auto", profiler: Any = None) -> None:
+        self.trace_batches, self.segment_s, self.asked, self.profiler = trace_batches, segment_s, asked, profiler
+        self.entry_id: int | None = None
+        self.tracing, self.traced_batches = True, 0
+        self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
+        self.own: int | None = None
+        self.settings: list[int] = []
+        self.queue: list[int] = []
+        self.rounds = 0
+        self.timed: dict[int, dict[str, float]] = {}
+        self.untraced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
+        self.mask: set[int] | None = None
+        self.threads: int | None = None
+
+    # -- tracing --------------------------------------------------------------------------------------
+    def stop_tracing(self) -> None:
+        """Switch line tracing off for the rest of the run (kernprof still writes what it traced)."""
+        if not self.tracing:
+            return
+        self.tracing = False
+        profiler = self.profiler if self.profiler is not None else getattr(__import__("builtins"), "profile", None)
+        if profiler is not None and hasattr(profiler, "disable") and hasattr(profiler, "enable"):
+            profiler.disable()
+            profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
+
+    def is_training(self, entry: Any) -> bool:
+        """The training loader is the first the script iterates (its capture entry stands for it)."""
+        if self.entry_id is None:
+            self.entry_id = id(entry)
+        return id(entry) == self.entry_id
+
+    def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
+        """One batch of any loader: count the traced ones, time the untraced ones of the training loader."""
+        if not self.is_training(entry):
+            return
+        if self.tracing:
+            self.traced_batches += 1
+            if self.traced_batches >= self.trace_batches:
+                self.stop_tracing()
+        elif step_s is not None and wait_s is not None:
+            self.add(self.untraced, step_s, wait_s)
+
+    @staticmethod
+    def add(into: dict[str, float], step_s: float, wait_s: float) -> None:
+        into["steps"] += 1
+        into["seconds"] += step_s
+        into["wait_seconds"] += wait_s
+
+    # -- trials ---------------------------------------------------------------------------------------
+    def iterator(self, loader: Any, entry: Any, make: Any) -> Any:
+        """The iterator for a new epoch: the script's own while tracing, else the segmented one."""
+        if not self.is_training(entry):
+            return make(loader)
+        if self.tracing and entry.get("epochs", 1) > 1:  # the traced part is one epoch at most
+            self.stop_tracing()
+        if self.tracing or self.status not in ("traced only", "trying"):
+            return make(loader)
+        if self.own is None:
+            why = self.unsupported(loader)
+            if why:
+                self.status = f"worker counts not tried: {why}"
+                return make(loader)
+            self.start(loader)
+        return Segmented(self, loader, make)
+
+    def unsupported(self, loader: Any) -> str | None:
+        from torch.utils.data import IterableDataset
+
+        if self.asked == "off":
+            return "switched off (--try-workers off)"
+        if isinstance(loader.dataset, IterableDataset):
+            return "an IterableDataset, whose workers split the stream (their number would change the data)"
+        if loader.batch_sampler is None:
+            return "a DataLoader without automatic batching"
+        return None
+
+    def start(self, loader: Any) -> None:
+        import torch
+
+        self.own = loader.num_workers
+        self.gpus = 1 if torch.cuda.is_available() else 0
+        self.pin = bool(loader.pin_memory) and self.gpus > 0
+        self.mask = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        self.threads = torch.get_num_threads()
+        cpus = len(self.mask) if self.mask else 1
+        self.settings = candidates(self.own, cpus, self.gpus, self.pin, self.asked)
+        self.queue = [self.own]  # the baseline: does the loader hold the loop back?
+
+    def next_setting(self) -> int | None:
+        """The worker count of the next segment; None once the trials are over (the script's own, then)."""
+        if not self.queue and self.status in ("traced only", "trying"):
+            self.end_round()
+        return self.queue.pop(0) if self.queue else None
+
+    def end_round(self) -> None:
+        steps = self.steps()
+        if self.status == "traced only":  # the baseline segment just ended
+            base = self.timed.get(self.own or 0)
+            if base is None or base["steps"] < MIN_TIMED:
+                self.queue = [self.own or 0]  # too short to say: time it again
+                return
+            share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / base["steps"]
+            if share < LOADER_BOUND or (self.own and wait <= HANDOFF_S):
+                self.status = "compute-bound"
+                return self.release()
+            self.status = "trying"
+        else:
+            self.rounds += 1
+            if self.rounds >= ROUNDS:
+                self.status = "tried"
+                return self.release()
+            if all(k in steps for k in self.settings):
+                best = min(steps[k] for k in self.settings)
+                self.settings = [k for k in self.settings if steps[k] <= PRUNE * best]
+        order = self.settings[self.rounds % len(self.settings):] + self.settings[:self.rounds % len(self.settings)]
+        self.queue = list(order)
+
+    def hold(self, workers: int | None) -> None:
+        """Hold the process (and the workers it forks) to the CPUs a job with `workers` would ask for."""
+        import torch
+
+        if self.mask is None:
+            return
+        cpus = self.mask if workers is None else first_cpus(cpus_for_workers(workers, self.gpus, self.pin), self.mask)
+        os.sched_setaffinity(0, cpus)
+        torch.set_num_threads(self.threads if workers is None else len(cpus))
+
+    def release(self) -> None:
+        self.queue = []
+        self.hold(None)
+
+    def steps(self) -> dict[int, float]:
+        """Seconds per step of each setting, over its timed batches."""
+        return {k: t["seconds"] / t["steps"] for k, t in self.timed.items() if t["steps"] >= MIN_TIMED}
+
+    def record(self) -> dict[str, Any]:
+        """What was traced, timed and tried, for `<stem>.loaders.json` (the report reads it)."""
+        self.release()
+        if self.status == "trying":  # the run ended inside the trials
+            complete = all(k in self.steps() for k in self.settings)  # each count timed at least once
+            self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
+        elif self.status == "traced only":
+            self.status = "too short to try worker counts: the run ended " + (
+                "during the first untraced segment" if self.timed else "within the traced part")
+        return {"status": self.status, "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
+                "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
+                "untraced": self.untraced, "settings": {str(k): t for k, t in sorted(self.timed.items())}}
+
+
+class Segmented:
+    """One epoch of the training loader, served in segments by DataLoaders with other worker counts."""
+
+    def __init__(self, trials: Trials, loader: Any, make: Any) -> None:
+        import torch
+
+        self.trials, self.loader, self.make = trials, loader, make
+        torch.empty((), dtype=torch.int64).random_(generator=loader.generator)  # the draw its own iterator makes
+        self.batches = list(loader.batch_sampler)  # the epoch, once, from the script's own sampler
+        self.position, self.inner, self.workers = 0, None, None
+        self.count, self.last, self.started = 0, None, 0.0
+        self.after: Any = lambda asked: None
+
+    def __iter__(self) -> Segmented:
+        return self
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def open(self) -> None:
+        """Start the next segment at the first batch not yet given to the script."""
+        import torch
+        from torch.utils.data import DataLoader
+
+        self.close()
+        self.workers = self.trials.next_setting()
+        workers = self.loader.num_workers if self.workers is None else self.workers
+        self.trials.hold(self.workers)
+        options: dict[str, Any] = {"num_workers": workers, "collate_fn": self.loader.collate_fn,
+                                   "pin_memory": self.loader.pin_memory, "timeout": self.loader.timeout,
+                                   "worker_init_fn": self.loader.worker_init_fn}
+        if workers > 0:
+            options.update(multiprocessing_context=self.loader.multiprocessing_context,
+                           prefetch_factor=self.loader.prefetch_factor or 2)
+        segment = DataLoader(self.loader.dataset, batch_sampler=self.batches[self.position:], **options)
+        state = torch.random.get_rng_state()
+        self.inner = self.make(segment)  # torch's own __iter__: not recorded as a loader of the script
+        torch.random.set_rng_state(state)  # the segment's seed draw leaves the script's RNG where it was
+        self.skip = 1 + workers * (options.get("prefetch_factor") or 0)
+        self.count, self.last = 0, None
+
+    def close(self) -> None:
+        shutdown = getattr(self.inner, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        self.inner = None
+
+    def __next__(self) -> Any:
+        if self.position >= len(self.batches):
+            if self.inner is not None and self.workers is not None:  # cut by the epoch's end: resumed next epoch
+                self.trials.queue.insert(0, self.workers)
+            self.close()
+            raise StopIteration
+        if self.inner is None:
+            self.open()
+        asked = time.perf_counter()
+        item = next(self.inner)
+        now = time.perf_counter()
+        self.position += 1
+        self.count += 1
+        self.after(asked)  # the capture hook counts the batch (and times the untraced step)
+        if self.last is not None and self.count > self.skip:
+            if self.workers is not None:
+                timed = self.trials.timed.setdefault(self.workers, {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0})
+                Trials.add(timed, now - self.last, now - asked)
+                if self.count == self.skip + 1:
+                    self.started = self.last
+                share = len(self.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
+                long_enough = now - self.started >= self.trials.segment_s or self.count >= share
+                if long_enough and self.count - self.skip >= MIN_TIMED:
+                    self.close()  # the next batch opens the next setting's segment
+        self.last = now
+        return item
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def from_environment(environ: Any = None) -> Trials | None:
+    """The trials `run` asked for (DLPROF_TRACE_BATCHES set), else None."""
+    environ = os.environ if environ is None else environ
+    if not environ.get(TRACE_VAR):
+        return None
+    return Trials(int(environ[TRACE_VAR]), float(environ.get(SEGMENT_VAR) or SEGMENT_SECONDS),
+                  environ.get(TRY_VAR) or "auto")

@@ -1,0 +1,106 @@
+"""`run` traces a little, then times the script's own loop untraced and tries worker counts in it.
+
+Real kernprof runs of small fixture scripts on the CPU (tests/data/own_scripts/): the traced part ends
+(read from the .lprof), the later epochs are served by other worker counts in turn with the same batches
+in the same order, the report names each measured count, a run too short for trials falls back and says
+so, and a compute-heavy step is never called loader-bound. No timing is asserted: which count wins on a
+busy 2-core machine is noise; what is asserted holds by construction.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from profiling.lprof import load_lprof
+from profiling.report import build_report
+from profiling.trials import Trials, candidates, fewest_within, measured_steps
+
+OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
+SLEEPY = OWN / "sleepy_epochs.py"
+
+
+def dlprof(repo: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "profiling", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def epochs(stdout: str) -> list[tuple[str, str]]:
+    """(batches, order digest) of each epoch the fixture printed."""
+    return re.findall(r"epoch \d+ batches (\d+) order (\w+)", stdout)
+
+
+def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_scripts_own_loop(tmp_path, repo):
+    args = ["--epochs", "4", "--items", "128"]
+    plain = subprocess.run([sys.executable, str(SLEEPY), *args], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    done = dlprof(repo, tmp_path, "run", "--try-workers", "0,1,2", "--segment-seconds", "0.05", "--formats",
+                  "text,json", "--output-dir", str(tmp_path), "--", str(SLEEPY), *args)
+    assert done.returncode == 0, done.stderr
+    # training completed on the same batches, in the same order, as a plain run of the script
+    assert epochs(done.stdout) == epochs(plain.stdout) and len(epochs(plain.stdout)) == 4
+    record = json.loads((tmp_path / "sleepy_epochs.loaders.json").read_text())
+    trials = record["trials"]
+    assert trials["status"] == "tried" and trials["traced_batches"] == 16 and trials["own_workers"] == 0
+    assert set(measured_steps(trials)) == {0, 1, 2}
+    # tracing was switched off: the loop body's lines were hit for the first epoch's 16 batches, not 64
+    profile = load_lprof(tmp_path / "sleepy_epochs.lprof")
+    fit = next(lines for (file, _, name), lines in profile.timings.items() if name.endswith("fit"))
+    body = {line: hits for line, hits, _ in fit}
+    assert body[38] == 16 and body[41] == 16  # the loss line and optimizer.step()
+    assert record["loaders"][0]["batches"] == 64  # ... while the hook counted every batch of the run
+    report = build_report(tmp_path / "sleepy_epochs.lprof")
+    numbers = report.advice.numbers
+    assert numbers.basis == "tried" and set(numbers.tried) == {0, 1, 2}
+    assert report.advice.num_workers == fewest_within(measured_steps(trials))
+    text = (tmp_path / "sleepy_epochs.report.txt").read_text()
+    assert "(measured in your run)" in text and "the first 16 batches traced" in text and "untraced step" in text
+    why = text.split("Why:")[1].split("\n  ")[1:4]
+    assert "Measured in your run:" in " ".join(why) and all(f"{k} worker" in text for k in (0, 1, 2))
+
+
+def test_a_run_too_short_to_try_worker_counts_falls_back_to_the_curve_and_says_so_first(tmp_path, repo):
+    done = dlprof(repo, tmp_path, "run", "--curve-seconds", "0.2", "--formats", "text", "--output-dir",
+                  str(tmp_path), "--", str(SLEEPY), "--epochs", "1", "--items", "64")
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.split("ADVICE\n")[1].splitlines()[0]
+    assert "fallback: too short to try worker counts: the run ended within the traced part" in head, head
+    assert "(measured: loader curve" in head  # today's paced curve, measured at exit
+    assert build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers.basis == "measured"
+
+
+def test_a_compute_heavy_step_with_a_small_wait_is_never_called_loader_bound(tmp_path, repo):
+    """The contradiction case from issue 34, from a real CPU run: a heavy step, a cheap loader, 0 workers."""
+    done = dlprof(repo, tmp_path, "run", "--segment-seconds", "0.05", "--formats", "text", "--output-dir",
+                  str(tmp_path), "--", str(OWN / "heavy_step.py"), "3")
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / "heavy_step.lprof")
+    numbers, text = report.advice.numbers, " ".join(report.advice.reasons)
+    assert not numbers.loader_bound and "The loader is the bottleneck" not in text
+    assert "not the bottleneck" in text and report.advice.num_workers == 0  # never more workers than it used
+    assert numbers.untraced_step_ms and numbers.traced_step_ms  # the report shows what tracing cost
+
+
+def test_the_candidates_stay_within_the_jobs_cpus_and_the_advice_is_the_fewest_within_tolerance():
+    assert candidates(1, 16, 1, True, "auto") == [1, 2, 4, 6, 8, 12, 14]  # 16 CPUs less 2 for the main process
+    assert candidates(0, 2, 0, None, "auto") == [0, 1]
+    assert candidates(3, 2, 0, None, "1,2") == [1, 2, 3]
+    assert fewest_within({2: 1.30, 6: 1.015, 8: 1.00, 12: 0.99}) == 6  # 1.015 is within 3 % of 0.99
+    assert measured_steps({"status": "too short: x", "settings": {"1": {"steps": 9, "seconds": 1.0}}}) == {}
+
+
+def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts():
+    trials = Trials(asked="1,2,4")
+    trials.own, trials.settings, trials.mask, trials.queue = 1, [1, 2, 4], None, []
+    trials.timed = {1: {"steps": 10, "seconds": 0.3, "wait_seconds": 0.2}}  # the baseline waited 67 %
+    assert trials.next_setting() == 1 and trials.queue == [2, 4] and trials.status == "trying"
+    for k, seconds in ((2, 0.11), (4, 0.1)):
+        trials.timed[k] = {"steps": 10, "seconds": seconds, "wait_seconds": 0.0}
+    assert [trials.next_setting() for _ in range(2)] == [2, 4]
+    assert trials.next_setting() == 4 and trials.rounds == 1  # rotated; 1 (3x the best) was dropped
+    assert trials.queue == [2]
