@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Backs docs/results.md, "Lessons 5 and 6: DDP scaling on one host".
 # DDP scaling on one host: MNIST DDP and ResNet bf16 DDP on 1, 2, ... GPUs, plus the cost of a
 # checkpoint and the time from a preemption signal to exit. Prints Markdown tables; every raw
 # result stays as JSON in $OUT. Offline: the data is generated, ResNet uses weights=None.

@@ -1,4 +1,5 @@
-"""Lesson 10: is one GPU worth sharing? Packing small jobs, and a big job with a small one beside it.
+"""Backs docs/results.md, "Lesson 10: GPU sharing measured".
+Lesson 10: is one GPU worth sharing? Packing small jobs, and a big job with a small one beside it.
 
 ``pack``: N copies of a small job at once on one GPU (lesson 1's tuned MNIST run, and a ResNet-18 at
 a small batch), N = 1, 2, 4, 8, as plain processes (the GPU time-slices between them) and under

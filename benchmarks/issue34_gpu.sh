@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34 on a GPU node, from the repo root: each script of benchmarks/styles profiled by `profiling run`
 # and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART=1 or 2 picks the
 # scripts, PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Backs docs/results.md, "CPU figures".
 # Wall time of `python -m jobs check job.sbatch`, run from each corpus job's folder as a user would,
 # beside a bare `python -c pass` at the same moment (the interpreter's own start-up), ROUNDS times.
 #   bash benchmarks/jobs_check_speed.sh [ROUNDS] > times.txt     (one line: round job what ms)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34's goal on one script: `profiling run` (trace the first epoch, then try worker counts in the
 # script's own loop) against an independent sweep (`profiling sweep --repeats R`: one process per setting,
 # the settings taking turns pass by pass, each held to the CPUs the kit's rule gives it). From the repo root:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Backs docs/results.md, "Lesson 11: pipeline against DDP".
 # Pipeline against data parallel on one host, side by side in one run (lesson 11):
 #   1. ResNet-50 bf16 at one global batch: DDP on 2 GPUs, then 1 pipeline x 2 stages with 4, 8 and
 #      16 microbatches, each with its ideal (each stage trained alone, --alone);

@@ -1,4 +1,5 @@
-"""Check the profiler's num_workers advice against a measured sweep, and measure its overhead.
+"""Backs docs/results.md, "Lessons 2 and 3: the profiler's advice against a sweep".
+Check the profiler's num_workers advice against a measured sweep, and measure its overhead.
 
 For the lead's GPU run (16 cores, one H100), from the repository root:
 

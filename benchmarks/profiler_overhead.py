@@ -1,4 +1,5 @@
-"""Profiling overhead, side by side: plain epoch vs `dlkit-prof run` vs bare `kernprof -l`.
+"""Backs docs/results.md, "Profiling overhead".
+Profiling overhead, side by side: plain epoch vs `dlkit-prof run` vs bare `kernprof -l`.
 
 Each setting runs one epoch of lesson 1 in its own process; the variants are interleaved and
 repeated, and the table gives the median epoch time (from --metrics-json) and its ratio to the

@@ -1,4 +1,5 @@
-"""Which large-batch recipe keeps lesson 1's accuracy on real digits? A sweep, to choose by measurement.
+"""Backs docs/results.md, "Lesson 4 on real digits".
+Which large-batch recipe keeps lesson 1's accuracy on real digits? A sweep, to choose by measurement.
 
 Every candidate trains on the real split (first 8,000 of MNIST's t10k digits, tested on the last
 2,000; see digits/real.py) for the same epochs, on the GPU-resident bf16 path, with several seeds.

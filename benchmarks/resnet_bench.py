@@ -1,4 +1,5 @@
-"""A compute-bound DDP scaling benchmark: torchvision's ResNet on generated ImageNet-sized data.
+"""Backs docs/results.md, "Lessons 5 and 6: DDP scaling on one host".
+A compute-bound DDP scaling benchmark: torchvision's ResNet on generated ImageNet-sized data.
 
 MNIST's small CNN spends most of a step waiting for the gradient all-reduce and the loader, so
 more GPUs barely help. A ResNet-50 step is long enough to hide the all-reduce behind backward(),

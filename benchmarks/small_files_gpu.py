@@ -1,4 +1,5 @@
-"""ResNet-18 on one GPU from the image folder and from its shards: local disk or sshfs, cold or
+"""Backs docs/results.md, "Lesson 9: many small files against shards".
+ResNet-18 on one GPU from the image folder and from its shards: local disk or sshfs, cold or
 warm page cache, JPEGs decoded by the loader's workers (--decode cpu) or on the GPU (--decode gpu).
 
 Why: lesson 09 (many small files) claims that once decoding leaves the CPUs, the file layout

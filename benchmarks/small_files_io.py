@@ -1,4 +1,5 @@
-"""Many small files against grouped shards: samples/s of one DataLoader pass, side by side.
+"""Backs docs/results.md, "Lesson 9: many small files against shards".
+Many small files against grouped shards: samples/s of one DataLoader pass, side by side.
 
 Why: lesson 09 claims that grouping files into shards matters most where every open is a round
 trip (a network file system, here sshfs over loopback) and the page cache is cold. This script

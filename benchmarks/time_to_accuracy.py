@@ -1,4 +1,5 @@
-"""Lesson 1's recipe against the fast path, side by side: accuracy on real digits, time to a target, epoch time.
+"""Backs docs/results.md, "Lesson 4 on real digits".
+Lesson 1's recipe against the fast path, side by side: accuracy on real digits, time to a target, epoch time.
 
 For each setting (lesson 1 as shipped, then the fast path one switch at a time):
 - trains on the real split (the first 8,000 of MNIST's t10k digits, tested on the last 2,000;

@@ -1,4 +1,5 @@
-"""Does num_workers = CPUs cost anything against CPUs - 1, on the same CPUs? (the checker's rule)
+"""Backs docs/results.md, "More loader workers than CPUs".
+Does num_workers = CPUs cost anything against CPUs - 1, on the same CPUs? (the checker's rule)
 
 Why: `jobs check` flags a job whose DataLoader workers fill every CPU, leaving the main process
 (training loop, CUDA waits, pin-memory thread) no core of its own (rule `workers-fill-cpus`).

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Backs docs/jobs.md's levels for `cpus-for-workers` and `workers-from-node-cores` (docs/results.md,
-# "More loader workers than CPUs"): lesson 1's epoch with the job's CPUs fixed (taskset holds the
+# Backs docs/results.md, "More loader workers than CPUs".
+# The job checker's levels for cpus-for-workers and workers-from-node-cores: lesson 1's epoch with the job's CPUs fixed (taskset holds the
 # process tree to CPUS cores, as --cpus-per-task does) and the workers at the kit's rule, at the
 # CPU count, at twice it and at the node's cores, the settings taking turns over PASSES passes.
 #   bash benchmarks/workers_over_cpus.sh OUT [CPUS] [PASSES]

@@ -28,7 +28,7 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 # With workers, the main process always waits a little per batch even when the workers are far
 # ahead: it takes the finished batch off a queue (and off the pin-memory thread). That floor is
 # not starvation, and counting it as such would ask for more workers after every re-profile.
-# benchmarks/loader_handoff.py measures the real floor on a GPU node.
+# Measured on an H100: 0.20-0.42 ms median with pinned memory (docs/results/advice-v2-history.md).
 HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,

@@ -108,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     pacing.add_argument("--paced", dest="paced", action="store_true", default=True,
                         help="(the default) the fallback curve holds each batch for the loop's own step")
     pacing.add_argument("--alone", dest="paced", action="store_false",
-                        help="the fallback curve times the DataLoader alone (the margin rule, which "
-                             "benchmarks/advice_v2.py still judges)")
+                        help="the fallback curve times the DataLoader alone (advice v2's margin rule; "
+                             "docs/results/advice-v2-history.md)")
     run.add_argument("--module", action="append", default=[], metavar="NAME",
                      help="also profile this module of your own (import name or path), for a training loop "
                           "that lives outside the script; repeat for more")

@@ -4,7 +4,6 @@ sweep and the report share. CPU only."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -12,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.image as mpimg
-import pandas as pd
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -23,7 +21,7 @@ from jobs.submit import with_workers
 from lprof_fixtures import TRAIN_SOURCE, train_timings, write_lprof
 from profiling.advice import ESTIMATE_FACTOR, advise
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
-from profiling.curve import CURVE_MARGIN, FED_SHARE, PACED_SLACK, choose_workers, read_curve
+from profiling.curve import CURVE_MARGIN, FED_SHARE, choose_workers, read_curve
 from profiling.facts import Environment
 from profiling.loader_curve import measure_curve, spec_of, worker_ladder, write_outputs
 from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
@@ -82,65 +80,6 @@ def test_the_curve_holds_each_setting_to_the_cpus_its_job_would_ask_for(tmp_path
     before = os.sched_getaffinity(0)
     measure_curve(spec_of(DataLoader(Recorder(), batch_size=32)), [0], cpus=len(before), seconds=0.1)
     assert set(seen) == {1} and os.sched_getaffinity(0) == before
-
-
-def test_advice_v2_quick_on_the_small_files_folder(tmp_path):
-    """benchmarks/advice_v2.py end to end on the CPU (a tiny folder of JPEGs, workers 0 and 1): the
-    profile, its curve, the sweep and the goals land in summary.json, as on a GPU node."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "advice_v2.py"), "--quick", "--out",
-                           str(tmp_path / "out"), "--data-dir", str(tmp_path / "data"), "--workloads", "small-files",
-                           "--repeats", "2"],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    result = json.loads((tmp_path / "out" / "small-files" / "summary.json").read_text())
-    assert result["basis"] == "measured" and result["advised_workers"] in (0, 1)
-    assert set(result["curve"]) == {"0", "1"} and result["knee"] in (0, 1)
-    assert result["ratio"] >= 1.0 and [w["margin"] for w in result["what_if_margins"]][:2] == [1.0, 1.25]
-    runs = pd.read_csv(tmp_path / "out" / "small-files" / "sweep" / "runs.csv")  # both repeats of 0 and 1 workers
-    assert sorted(runs["workers"]) == [0, 0, 1, 1] and "repeats: runs of one setting differed by up to" in \
-        (tmp_path / "out" / "small-files" / "sweep.log").read_text()
-    assert runs["detail"].nunique() == 4 and all(Path(log).is_file() for log in runs["detail"])  # a log per run
-    assert result["paced_hold_ms"] > 0 and set(result["paced_curve"]) == {"0", "1"}  # `run --paced`: its own step
-    assert result["paced_compute_ms_per_batch"] > 0 and result["paced_reasons"]
-    rules = result["rules"]  # each rule's k, judged against the sweep, which ran it (nothing interpolated)
-    assert rules["margin 2"]["workers"] == result["advised_workers"] and rules["paced: fewest fed"]["workers"] in (0, 1)
-    assert all(not j["interpolated"] and j["ratio"] >= 1.0 for j in rules.values())
-    paced = rules[f"paced: fed + {PACED_SLACK}"]["workers"]  # + 2 within the quick curve's top (1 worker)
-    assert paced == min(rules["paced: fewest fed"]["workers"] + PACED_SLACK, 1) or paced == 0
-    assert rules["paced, capped by margin 2"]["workers"] == min(rules["margin 2"]["workers"], paced)
-    assert "--epochs 2" in result["sweep_command"]  # each run timed on its warm second epoch
-    assert set(result["wait_per_epoch_s"]) == {"0", "1"} and result["wait_knee"] in (0, 1)  # the workers' share
-    assert set(result["sweep_compute_ms"]) == {"0", "1"} and min(result["sweep_compute_ms"].values()) > 0
-    assert all(j["extra_wait"] >= 0 for j in rules.values())
-    assert rules["paced at 0.8 x the step: fewest fed"]["workers"] in (0, 1)  # held for 0.8 of it
-    assert math.isclose(result["paced_share_hold_ms"], 0.8 * result["paced_hold_ms"], rel_tol=0.01)
-
-
-def test_main_threads_runs_both_pool_sizes_side_by_side(tmp_path):
-    """benchmarks/main_threads.py on the CPU (tiny MNIST, one worker, one round): the same sweep with
-    torch's pool at its default and at the main process's CPUs, both in runs.csv and the summary."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "main_threads.py"), "--out", str(tmp_path / "mt"),
-                           "--workers", "1", "--rounds", "1", "--", "mnist_classify.py", "--synthetic", "--epochs", "2",
-                           "--train-samples", "512", "--test-samples", "64", "--data-dir", str(tmp_path / "data")],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    runs = pd.read_csv(tmp_path / "mt" / "runs.csv")
-    assert set(runs["mode"]) == {"default", "share"} and set(runs["status"]) == {"ok"}
-    assert (runs["epoch_seconds"] > 0).all() and 1 in set(runs["workers"])
-    summary = (tmp_path / "mt" / "summary.md").read_text()
-    share = main_process_cpus(1 if torch.cuda.is_available() else 0)
-    assert f"share {share}" in summary and "\n| 1 | " in summary  # the pool really was held, and a row per k
-    failed = subprocess.run([sys.executable, str(REPO / "benchmarks" / "main_threads.py"), "--out", str(tmp_path / "x"),
-                             "--rounds", "1", "--", "no_such_script.py"], env=env, capture_output=True, text=True,
-                            timeout=300, cwd=REPO)
-    assert failed.returncode == 1 and "main_threads: a sweep failed" in failed.stderr
-    assert "Traceback" not in failed.stderr
-    bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "main_threads.py"), "--out", str(tmp_path / "y"),
-                          "--rounds", "0", "--", "mnist_classify.py"], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=REPO)
-    assert bad.returncode == 2 and "--rounds: must be at least 1" in bad.stderr and "Traceback" not in bad.stderr
 
 
 EXIT_SCRIPT = """
