@@ -167,7 +167,8 @@ def run_lesson(path: Path, root: Path, python: str, log=print, show: bool = Fals
             if problems:
                 raise _fail(block, "static check failed:\n  " + "\n  ".join(problems), block.text)
         elif block.mode == "expected":
-            problem = mismatch(block.lang, block.text, _expected_against(block, shell, last_output))
+            free = [k for k in block.options.get("free", "").split(",") if k]
+            problem = mismatch(block.lang, block.text, _expected_against(block, shell, last_output), free)
             if problem:
                 raise _fail(block, "output does not have the excerpt's shape: " + problem,
                             block.text, last_output or "")
