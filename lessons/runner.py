@@ -202,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print every run block's output (to write excerpts)")
     args = parser.parse_args(argv)
     selected = _select(args.lessons)
-    root = args.workdir or fresh_copy(Path(tempfile.mkdtemp(prefix="lessons-")))
+    # --workdir . re-runs a lesson in your own checkout (to make an earlier lesson's results again).
+    root = args.workdir.resolve() if args.workdir else fresh_copy(Path(tempfile.mkdtemp(prefix="lessons-")))
     provide_setup(root, sys.executable)
     print(f"lessons.runner: running {len(selected)} lesson(s) in {root}")
     started = time.monotonic()

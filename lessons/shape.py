@@ -33,11 +33,18 @@ def _segment_pattern(segment: str) -> str:
     for number in _EXCERPT_NUMBER_RE.finditer(segment):
         free = number.group(1) == FREE
         out.append(re.escape(segment[last : number.start()]))
-        # A fixed number must not be the tail or the head of a longer one: 30 is not 130 nor 30.5.
-        out.append(_NUMBER if free else r"(?<![\d.])" + re.escape(number.group(2)) + r"(?![\d])(?!\.\d)")
+        out.append(_NUMBER if free else _fixed(number.group(2), segment[: number.start()], segment[number.end() :]))
         last = number.end()
     out.append(re.escape(segment[last:]))
     return "".join(out)
+
+
+def _fixed(number: str, before: str, after: str) -> str:
+    """A fixed number must not be the tail or the head of a longer one (30 is not 130 nor 30.5),
+    except where the excerpt itself goes on: 2.15.0 is the numbers 2.15 and .0, back to back."""
+    head = "" if before[-1:].isdigit() or before.endswith(".") else r"(?<![\d.])"
+    tail = "" if re.match(r"\.\d", after) else r"(?!\d)(?!\.\d)"
+    return head + re.escape(number) + tail
 
 
 def line_pattern(line: str) -> re.Pattern[str]:

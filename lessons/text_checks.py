@@ -106,7 +106,7 @@ def cpu_problems(text: str) -> list[str]:
     """Worker and CPU counts stated together follow the kit's one CPU rule for a GPU job
     (profiling/cpu_rule.py): in prose ("6 workers on 8 CPUs") and in any line that sets both flags."""
     problems = []
-    for match in _WORKERS_ON.finditer(prose(text)):
+    for match in _WORKERS_ON.finditer(" ".join(prose(text).split())):
         workers, cpus = int(match.group(1)), int(match.group(2))
         if workers != workers_for_cpus(cpus, gpus=1):
             problems.append(f"{match.group(0)!r}: the CPU rule gives {workers_for_cpus(cpus, gpus=1)} "

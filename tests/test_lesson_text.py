@@ -46,6 +46,8 @@ def test_a_fixed_count_that_went_stale_fails_while_a_marked_timing_may_differ() 
     ("took 30 steps", "took 30.5 steps", False),
     ("compute per batch  ~789.488 ms", "compute per batch   61.800 ms", True),
     ("slurm job    ...", "slurm job    435", True),
+    ("torch 2.15.0 | devices: 0", "torch 2.15.0 | devices: 0", True),  # a version is numbers back to back
+    ("torch 2.15.0 | devices: 0", "torch 2.15.1 | devices: 0", False),
 ])
 def test_fixed_numbers_compare_exactly_and_tilde_numbers_are_free(excerpt: str, output: str, matches: bool) -> None:
     assert bool(line_pattern(excerpt).match(output)) is matches
@@ -99,7 +101,7 @@ def test_machine_paths_an_unset_export_and_a_missing_package_fail(tmp_path: Path
 
 
 def test_seven_workers_on_eight_cpus_breaks_the_cpu_rule() -> None:
-    assert text_checks.cpu_problems("each process gets 7 workers on 8 CPUs.\n")
+    assert text_checks.cpu_problems("each process gets 7 workers on\n8 CPUs.\n")
     assert text_checks.cpu_problems("```bash run\nprintf '--cpus-per-task=8 ... --num-workers 7'\n```\n")
     assert text_checks.cpu_problems("each process gets 6 workers on 8 CPUs.\n") == []
 
