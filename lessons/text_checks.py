@@ -1,7 +1,7 @@
 """Checks of a lesson's text that need no run: length and frame, clean text, quotes, CPU counts, catch-up.
 
 Each check returns a list of problems, one line each (empty: the lesson is fine), so a test can prove
-it fails on a bad lesson as well as pass on the real ones. See lessons/README.md for the rules.
+it fails on a bad lesson as well as pass on the real ones. See docs/lesson-format.md for the rules.
 """
 from __future__ import annotations
 

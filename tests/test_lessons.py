@@ -1,7 +1,7 @@
 """The lessons are executable: their marked blocks run, in order, in a fresh copy of the kit.
 
 Fast tests check the marking machinery and the lessons' structure; slow tests run each lesson, in
-order, against the real local Slurm sandbox (see lessons/README.md for the convention).
+order, against the real local Slurm sandbox (see docs/lesson-format.md for the convention).
 """
 from __future__ import annotations
 
