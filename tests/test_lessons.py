@@ -259,7 +259,7 @@ TOPICS = {
                       "network", "recipe", "pytorch/examples", "accuracy")),
     2: ("profile", ("profil", "kernprof", "report", "measure", "starv")),
     3: ("advice", ("advice", "num_workers", "workers", "sweep", "cpus", "data loading", "setting at a time")),
-    4: ("faster", ("faster", "speed", "setting", "amp", "switch", "large-batch")),
+    4: ("faster", ("faster", "speed", "setting", "amp", "switch", "large-batch", "fast path", "real digits")),
     5: ("DDP on one node", ("ddp", "distributed", "one node")),
     6: ("many nodes", ("nodes", "rendezvous")),
     7: ("preemption", ("preempt", "checkpoint", "requeue", "signal")),
@@ -272,7 +272,8 @@ TOPICS = {
 }
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
         *REPO.glob("jobs/**/*.sh"), *REPO.glob("profiling/*.py"), *REPO.glob("multi_gpu/*.py"),
-        *REPO.glob("benchmarks/*"), *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh"),
+        *(p for p in REPO.glob("benchmarks/**/*") if p.is_file()),
+        *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh"),
         *REPO.glob("small_files/*.py"), *REPO.glob("digits/*.py")]
 
 
