@@ -1,6 +1,6 @@
 """Find the marked code blocks of a lesson, in the order a learner meets them.
 
-A block's info string is ``LANG MODE [key=value ...] [note]`` (see lessons/README.md).
+A block's info string is ``LANG MODE [key=value ...] [note]`` (see docs/lesson-format.md).
 Only the first word is shown by Markdown renderers, so the marks cost the reader nothing.
 """
 from __future__ import annotations

@@ -167,7 +167,8 @@ def run_lesson(path: Path, root: Path, python: str, log=print, show: bool = Fals
             if problems:
                 raise _fail(block, "static check failed:\n  " + "\n  ".join(problems), block.text)
         elif block.mode == "expected":
-            problem = mismatch(block.lang, block.text, _expected_against(block, shell, last_output))
+            free = [k for k in block.options.get("free", "").split(",") if k]
+            problem = mismatch(block.lang, block.text, _expected_against(block, shell, last_output), free)
             if problem:
                 raise _fail(block, "output does not have the excerpt's shape: " + problem,
                             block.text, last_output or "")
@@ -201,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print every run block's output (to write excerpts)")
     args = parser.parse_args(argv)
     selected = _select(args.lessons)
-    root = args.workdir or fresh_copy(Path(tempfile.mkdtemp(prefix="lessons-")))
+    # --workdir . re-runs a lesson in your own checkout (to make an earlier lesson's results again).
+    root = args.workdir.resolve() if args.workdir else fresh_copy(Path(tempfile.mkdtemp(prefix="lessons-")))
     provide_setup(root, sys.executable)
     print(f"lessons.runner: running {len(selected)} lesson(s) in {root}")
     started = time.monotonic()

@@ -1,7 +1,7 @@
 """The lessons are executable: their marked blocks run, in order, in a fresh copy of the kit.
 
 Fast tests check the marking machinery and the lessons' structure; slow tests run each lesson, in
-order, against the real local Slurm sandbox (see lessons/README.md for the convention).
+order, against the real local Slurm sandbox (see docs/lesson-format.md for the convention).
 """
 from __future__ import annotations
 
@@ -51,34 +51,40 @@ def test_commands_split_on_operators_and_join_continuations() -> None:
 
 
 @pytest.mark.parametrize(("excerpt_line", "output_line", "matches"), [
-    ("Test set: Average loss: 0.2154, Accuracy: 9368/10000 (94%)",
+    ("Test set: Average loss: ~0.2154, Accuracy: ~9368/10000 (~94%)",
      "Test set: Average loss: 0.0301, Accuracy: 9905/10000 (99%)", True),
+    ("Test set: Average loss: ~0.2154, Accuracy: ~9368/10000 (94%)",
+     "Test set: Average loss: 0.0301, Accuracy: 9905/10000 (99%)", False),  # 94 is fixed
     ("phase      seconds  share", "phase  seconds    share", True),
     ("phase      seconds  share", "phase  seconds    share   per batch", False),  # a new column
-    ("data wait  12.5  84.5%", "data wait  n/a  84.5%", False),  # a number became text
-    ("host: ... cpus allowed: 2", "host: node042 gpu: 1 cpus allowed: 16", True),
-    ("epoch time 00:01:07", "epoch time 00:00:09", True),
-    ("Loss: 1e-06", "Loss: 0.25", True),
+    ("data wait  ~12.5  ~84.5%", "data wait  n/a  84.5%", False),  # a number became text
+    ("host: ... cpus allowed: ~2", "host: node042 gpu: 1 cpus allowed: 16", True),
+    ("epoch time ~00:~01:~07", "epoch time 00:00:09", True),
+    ("Loss: ~1e-06", "Loss: 0.25", True),
     ("num_workers: 4", "num_workers 4", False),  # punctuation is part of the shape
 ])
-def test_a_line_matches_when_only_numbers_and_spacing_differ(excerpt_line: str, output_line: str,
+def test_a_line_matches_when_only_free_numbers_and_spacing_differ(excerpt_line: str, output_line: str,
                                                              matches: bool) -> None:
     assert bool(line_pattern(excerpt_line).match(output_line)) is matches
 
 
 def test_excerpt_lines_must_appear_in_order() -> None:
     output = "start\nepoch 1 loss 0.5\nnoise\nepoch 2 loss 0.3\ndone\n"
-    assert text_mismatch("epoch 1 loss 0.9\n...\ndone\n", output) is None
-    assert "epoch 1" in (text_mismatch("done\nepoch 1 loss 0.9\n", output) or "")  # wrong order
+    assert text_mismatch("epoch 1 loss ~0.9\n...\ndone\n", output) is None
+    assert "epoch 1" in (text_mismatch("done\nepoch 1 loss ~0.9\n", output) or "")  # wrong order
 
 
-def test_json_shape_compares_keys_and_kinds_not_values() -> None:
+def test_json_compares_values_and_only_the_kind_of_free_keys() -> None:
     expected = {"images_per_sec": 100.0, "settings": {"device": "cpu", "amp": False}, "epoch_seconds": [1.0]}
-    assert json_mismatch(expected, {"images_per_sec": 9, "settings": {"device": "cuda", "amp": None, "x": 1},
-                                    "epoch_seconds": [3.5, 2.0]}) is None
-    assert "device" in (json_mismatch(expected, {"images_per_sec": 9, "settings": {}, "epoch_seconds": []}) or "")
-    assert "number" in (json_mismatch({"a": 1}, {"a": "fast"}) or "")
-    assert mismatch("json", '{"a": 1}', 'log line\n{"a": 2}') is None
+    free = ("images_per_sec", "epoch_seconds")
+    assert json_mismatch(expected, {"images_per_sec": 9, "settings": {"device": "cpu", "amp": False, "x": 1},
+                                    "epoch_seconds": [3.5, 2.0]}, free=free) is None
+    assert "device" in (json_mismatch(expected, {"images_per_sec": 9, "settings": {}, "epoch_seconds": []},
+                                      free=free) or "")
+    assert "cuda" in (json_mismatch(expected, {"images_per_sec": 9, "epoch_seconds": [1.0],
+                                               "settings": {"device": "cuda", "amp": False}}, free=free) or "")
+    assert "fast" in (json_mismatch({"a": 1}, {"a": "fast"}) or "")
+    assert mismatch("json", '{"a": 2}', 'log line\n{"a": 2}') is None
 
 
 def test_a_failing_block_stops_the_run_and_names_lesson_block_and_output(tmp_path: Path) -> None:
@@ -102,8 +108,8 @@ def test_a_failing_block_stops_the_run_and_names_lesson_block_and_output(tmp_pat
 
 def test_an_excerpt_of_the_wrong_shape_fails(tmp_path: Path) -> None:
     lesson = tmp_path / "02-demo.md"
-    lesson.write_text("```bash run\necho 'rate: 12 img/s'\n```\n```text expected 2-core CPU\nspeed: 12 img/s\n```\n")
-    with pytest.raises(runner.LessonFailure, match="speed: 12 img/s"):
+    lesson.write_text("```bash run\necho 'rate: 12 img/s'\n```\n```text expected 2-core CPU\nspeed: ~12 img/s\n```\n")
+    with pytest.raises(runner.LessonFailure, match="speed: ~12 img/s"):
         runner.run_lesson(lesson, tmp_path, sys.executable, log=lambda _: None)
 
 
@@ -176,7 +182,6 @@ _PIPE_TO_HEAD = re.compile(r"\|\s*head\b")
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_each_lesson_has_a_goal_marked_blocks_and_exercises_with_solutions(path: Path) -> None:
     text = path.read_text()
-    assert re.search(r"^\*\*Goal:\*\* .+", text, re.M), "a one-line **Goal:** near the top"
     assert re.search(r"^## Exercises", text, re.M) and re.search(r"^## Solutions", text, re.M)
     assert re.search(r"^## What to look for", text, re.M)
     blocks = extract(path)
@@ -254,7 +259,7 @@ TOPICS = {
                       "network", "recipe", "pytorch/examples", "accuracy")),
     2: ("profile", ("profil", "kernprof", "report", "measure", "starv")),
     3: ("advice", ("advice", "num_workers", "workers", "sweep", "cpus", "data loading", "setting at a time")),
-    4: ("faster", ("faster", "speed", "setting", "amp", "switch", "large-batch")),
+    4: ("faster", ("faster", "speed", "setting", "amp", "switch", "large-batch", "fast path", "real digits")),
     5: ("DDP on one node", ("ddp", "distributed", "one node")),
     6: ("many nodes", ("nodes", "rendezvous")),
     7: ("preemption", ("preempt", "checkpoint", "requeue", "signal")),
@@ -267,7 +272,8 @@ TOPICS = {
 }
 CODE = [*REPO.glob("*.py"), *REPO.glob("jobs/templates/*.sbatch"), *REPO.glob("jobs/**/*.py"),
         *REPO.glob("jobs/**/*.sh"), *REPO.glob("profiling/*.py"), *REPO.glob("multi_gpu/*.py"),
-        *REPO.glob("benchmarks/*"), *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh"),
+        *(p for p in REPO.glob("benchmarks/**/*") if p.is_file()),
+        *REPO.glob("lessons/*.py"), *REPO.glob("lessons/*.sh"),
         *REPO.glob("small_files/*.py"), *REPO.glob("digits/*.py")]
 
 
