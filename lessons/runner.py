@@ -76,6 +76,11 @@ class Shell:
         self._keep_state()
         return code, output
 
+    def close(self) -> None:
+        """Remove the state files, so that lessons leave nothing behind in the temporary folder."""
+        for path in (self.state, Path(f"{self.state}.new"), Path(f"{self.state}.cwd")):
+            path.unlink(missing_ok=True)
+
     def _keep_state(self) -> None:
         new, cwd = Path(f"{self.state}.new"), Path(f"{self.state}.cwd")
         if new.exists():
@@ -149,29 +154,32 @@ def run_lesson(path: Path, root: Path, python: str, log=print, show: bool = Fals
     """Run one lesson in the checkout at ``root``; raise LessonFailure at the first problem."""
     shell = Shell(root, learner_env(root, python))
     started = time.monotonic()
-    last_output: str | None = None
-    for block in extract(path):
-        if block.is_shell and block.mode == "run":
-            t0 = time.monotonic()
-            want = int(block.options.get("exit", "0"))
-            code, output = shell.run(block.text, float(block.options.get("timeout", DEFAULT_TIMEOUT_S)))
-            log(f"  {block.where} run: exit {code} in {time.monotonic() - t0:.1f} s")
-            if show:
-                log(output)
-            if code != want:
-                raise _fail(block, f"exit code {code}, expected {want}", block.text, output)
-            last_output = output
-        elif block.is_shell and block.mode in ("cluster", "setup"):
-            problems = static_problems(block, root, shell.env)
-            log(f"  {block.where} {block.mode}: {'checked' if not problems else 'FAILED'}")
-            if problems:
-                raise _fail(block, "static check failed:\n  " + "\n  ".join(problems), block.text)
-        elif block.mode == "expected":
-            free = [k for k in block.options.get("free", "").split(",") if k]
-            problem = mismatch(block.lang, block.text, _expected_against(block, shell, last_output), free)
-            if problem:
-                raise _fail(block, "output does not have the excerpt's shape: " + problem,
-                            block.text, last_output or "")
+    try:
+        last_output: str | None = None
+        for block in extract(path):
+            if block.is_shell and block.mode == "run":
+                t0 = time.monotonic()
+                want = int(block.options.get("exit", "0"))
+                code, output = shell.run(block.text, float(block.options.get("timeout", DEFAULT_TIMEOUT_S)))
+                log(f"  {block.where} run: exit {code} in {time.monotonic() - t0:.1f} s")
+                if show:
+                    log(output)
+                if code != want:
+                    raise _fail(block, f"exit code {code}, expected {want}", block.text, output)
+                last_output = output
+            elif block.is_shell and block.mode in ("cluster", "setup"):
+                problems = static_problems(block, root, shell.env)
+                log(f"  {block.where} {block.mode}: {'checked' if not problems else 'FAILED'}")
+                if problems:
+                    raise _fail(block, "static check failed:\n  " + "\n  ".join(problems), block.text)
+            elif block.mode == "expected":
+                free = [k for k in block.options.get("free", "").split(",") if k]
+                problem = mismatch(block.lang, block.text, _expected_against(block, shell, last_output), free)
+                if problem:
+                    raise _fail(block, "output does not have the excerpt's shape: " + problem,
+                                block.text, last_output or "")
+    finally:
+        shell.close()
     return time.monotonic() - started
 
 
