@@ -154,12 +154,21 @@ def repo() -> Path:
 _SANDBOX_FIXTURES = {"slurm", "slurm2", "kit"}
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Under pytest-xdist (`make test` runs two workers), every test that uses the sandbox runs on one
     worker, in file order: the one-node sandbox has 2 CPUs, the lessons build on each other's jobs, and
     a job test must never wait for another test's job. Every other test runs with the rest of its file
     (as `--dist loadfile` would), so a module's shared fixture, such as one profiled run that several
-    tests read, is built once."""
-    for item in items:
-        sandbox = _SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slurm")
-        item.add_marker(pytest.mark.xdist_group("sandbox" if sandbox else item.path.name))
+    tests read, is built once. (Marked as each test is collected, before xdist reads the groups.)"""
+    sandbox = _SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slurm")
+    item.add_marker(pytest.mark.xdist_group("sandbox" if sandbox else item.path.name))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker with `--dist loadgroup`, every test id must carry its group by now; if not
+    (pytest 9.2 ids are read-only to xdist 3.8), the sandbox's tests would run side by side and fail
+    as a busy machine's would, so stop with the reason instead."""
+    if getattr(config.option, "loadgroup", False) and any("@" not in item.nodeid for item in items):
+        raise pytest.UsageError("pytest-xdist's --dist loadgroup did not group the tests "
+                                "(pytest >= 9.2 with xdist 3.8?); pyproject.toml pins pytest < 9.2")
