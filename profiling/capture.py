@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from profiling import interrupts
 from profiling import trials as trials_module
 
 PATH_VAR = "DLPROF_LOADERS"         # where to write the record
@@ -139,9 +140,9 @@ class Capture:
         def __iter__(self: Any) -> Any:
             entry = capture.record(self)
             if capture.trials is None:
-                iterator = iterate(self)
+                iterator = interrupts.guarded(iterate, self)
             else:  # the training loader after its traced part: maybe served by other worker counts
-                iterator = capture.trials.iterator(self, entry, iterate)
+                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate)
             if isinstance(iterator, trials_module.Segmented):
                 iterator.after = lambda asked: capture.batch(entry, iterator, asked)
             else:
@@ -151,7 +152,7 @@ class Capture:
 
         def __next__(self: Any) -> Any:
             asked = time.perf_counter()
-            item = advance(self)
+            item = interrupts.guarded(advance, self)
             entry = getattr(self, "_dlprof_entry", None)
             if entry is not None:
                 capture.batch(entry, self, asked)
@@ -199,6 +200,7 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     else:
         sys.meta_path.insert(0, _PatchOnImport(capture))
     atexit.register(capture.write)
+    interrupts.install()
     return capture
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from profiling import capture
+from profiling import capture, interrupts
 from profiling.argv import output_stem, script_problem
 from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
 from profiling.curve import write_curve
@@ -194,7 +193,6 @@ class _CurveHook:
         self.hold_ms = 0.0 if self.paced_by_loop else float(hold_ms)
         self.specs: list[tuple[dict, LoaderSpec]] = []
         self.capture: capture.Capture | None = None
-        self.interrupted = False
 
     def install(self) -> None:
         record = capture.Capture.record
@@ -209,16 +207,7 @@ class _CurveHook:
 
         capture.Capture.record = recording  # type: ignore[method-assign]
         atexit.register(self.measure)  # after capture's writer (last in, first out): its record stays the script's
-        previous = signal.getsignal(signal.SIGINT)
-
-        def interrupted(signum: int, frame: Any) -> None:  # Ctrl-C: the user wants out, not a measurement
-            hook.interrupted = True
-            if callable(previous):
-                previous(signum, frame)
-            else:
-                raise KeyboardInterrupt
-
-        signal.signal(signal.SIGINT, interrupted)
+        interrupts.install()  # a no-op when capture installed it
 
     @staticmethod
     def loop_hold_ms(entry: Mapping[str, Any]) -> float:
@@ -234,7 +223,7 @@ class _CurveHook:
         return round(1e3 * step.compute_s, 3)
 
     def measure(self) -> None:
-        if self.interrupted:
+        if interrupts.seen():  # Ctrl-C: the user wants out, not a measurement
             print("loader curve: not measured: the run was interrupted", file=sys.stderr)
             return
         if not self.specs or self.capture is None:

@@ -17,6 +17,7 @@ import os
 import time
 from typing import Any
 
+from profiling import interrupts
 from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
@@ -246,7 +247,8 @@ class Segmented:
                            prefetch_factor=self.loader.prefetch_factor or 2)
         segment = DataLoader(self.loader.dataset, batch_sampler=self.batches[self.position:], **options)
         state = torch.random.get_rng_state()
-        self.inner = self.make(segment)  # torch's own __iter__: not recorded as a loader of the script
+        # torch's own __iter__ (not recorded as a loader of the script), forking the segment's workers
+        self.inner = interrupts.guarded(self.make, segment)
         torch.random.set_rng_state(state)  # the segment's seed draw leaves the script's RNG where it was
         self.skip = 1 + workers * (options.get("prefetch_factor") or 0)
         self.count, self.last = 0, None

@@ -87,3 +87,34 @@ def test_the_loops_step_is_its_compute_and_wait_per_timed_step():
     entry = {"loop_steps": 20, "loop_seconds": 0.7 + 0.02, "loop_wait_seconds": 0.02}
     assert loop_step(entry) == pytest.approx((0.035, 0.001, 20))
     assert loop_step({**entry, "loop_wait_seconds": 0.72}) is None  # all wait: no compute to pace by
+
+
+CTRL_C_IN_A_FORK_HOOK = """
+import os, signal, torch
+from torch.utils.data import DataLoader
+sent = []
+def ctrl_c_after_the_fork():  # where a busy machine's Ctrl-C once landed: inside a fork hook
+    if not sent:
+        sent.append(1)
+        os.kill(os.getpid(), signal.SIGINT)
+os.register_at_fork(after_in_parent=ctrl_c_after_the_fork)
+loader = DataLoader(torch.arange(64.0), batch_size=8, num_workers=1)
+for epoch in range(5):
+    for batch in loader:
+        pass
+    print(f"epoch {epoch} done", flush=True)
+"""
+
+
+def test_a_ctrl_c_swallowed_by_a_fork_hook_still_stops_the_loop(tmp_path):
+    """Python drops a KeyboardInterrupt raised in a fork hook ("Exception ignored"): without the hook's
+    guard the loop ran on, and CI's Ctrl-C test waited for a run that never stopped."""
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(CTRL_C_IN_A_FORK_HOOK)
+    environ = {**os.environ, "PYTHONPATH": str(REPO), PATH_VAR: str(tmp_path / "loaders.json")}
+    done = subprocess.run([sys.executable, "-m", "profiling.capture", str(script)], env=environ,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert "Exception ignored" in done.stderr  # the first KeyboardInterrupt really was swallowed
+    assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr
+    assert "epoch 0 done" not in done.stdout  # stopped in the epoch whose workers were starting
+    assert json.loads((tmp_path / "loaders.json").read_text())["loaders"]  # the record is still written

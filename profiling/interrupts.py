@@ -1,0 +1,62 @@
+"""Ctrl-C in the profiled process: never lost while a DataLoader starts its workers.
+
+Why: starting a worker forks, and Python runs its fork hooks (logging's lock release among them)
+right after the fork. A Ctrl-C that lands there raises KeyboardInterrupt inside a hook, where
+Python prints "Exception ignored" and drops it: the training loop goes on as if nothing happened.
+Trials (profiling.trials) start workers often, so under load CI saw exactly that, and the run only
+stopped when killed. Here every loader call the hook makes (`guarded`) ends in KeyboardInterrupt
+if a Ctrl-C arrived during it, whether or not the first one got through.
+"""
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_depth = 0          # loader calls in progress (they nest: a trial's segment inside the hooked __next__)
+_pending = False    # a Ctrl-C arrived during the current outermost call
+_seen = False       # a Ctrl-C arrived at all (loader_curve then skips its measurement)
+
+
+def install() -> None:
+    """Note every Ctrl-C before Python's own handler raises it; only over Python's default handler,
+    so a script that installs its own SIGINT handler keeps its own behaviour."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return
+
+    def noted(signum: int, frame: Any) -> None:
+        global _pending, _seen
+        _seen = True
+        if _depth:
+            _pending = True
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+
+
+def seen() -> bool:
+    """Whether the user pressed Ctrl-C during this run."""
+    return _seen
+
+
+def guarded(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, raising KeyboardInterrupt at its end if a Ctrl-C arrived during it and was
+    swallowed on the way (a fork hook); one that got through is raised once, as usual."""
+    global _depth, _pending
+    if _depth == 0:
+        _pending = False
+    _depth += 1
+    try:
+        result = call(*args)
+    except KeyboardInterrupt:
+        _pending = False
+        raise
+    finally:
+        _depth -= 1
+    if _pending and _depth == 0:
+        _pending = False
+        raise KeyboardInterrupt
+    return result
