@@ -52,6 +52,10 @@ class Rule:
         hint = LESSON_SCRIPT_HINTS.get(self.name) if kit_script else None
         return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
+    def brief(self, numbers: AdviceNumbers) -> str:
+        """The plain one-liner for the terminal's "Why" (BRIEF), or the message itself."""
+        return BRIEF.get(self.name, self.message).format(**asdict(numbers), **CONSTANTS)
+
 
 def untraced_own(trials: dict | None) -> tuple[float, float] | None:
     """(wait, compute) per batch of the run's loop untraced with its own workers, when the hook timed it."""
@@ -160,6 +164,9 @@ RULES: tuple[Rule, ...] = (
          "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
+    Rule("fewest_within", "advice", lambda n: n.basis == "tried",
+         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured "
+         "(each count timed untraced in turns of your own loop, warm-up batches left out)."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
@@ -282,10 +289,37 @@ RULES: tuple[Rule, ...] = (
     Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
-    Rule("fewest_within", "advice", lambda n: n.basis == "tried",
-         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured "
-         "(each count timed untraced in turns of your own loop, warm-up batches left out)."),
 )
+
+# The terminal report's "Why" lines: the same reason in a few plain words, read in seconds; the full
+# message (how it was measured, the curve, the constants) goes to the Markdown, HTML and JSON reports.
+BRIEF: dict[str, str] = {
+    "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
+    "workers_tried": "Measured in your run: {tried_text}.",
+    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
+    "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
+    "many_small_files": "The workers mostly open and read small files ({read_pct:.0f}% of their time): "
+                        "group them into shards or stage them.",
+    "decode_on_gpu": "The workers mostly decode images: on a GPU node, decode there (lesson 09).",
+    "workers_from_main_process": "Without workers the main process builds each batch itself ({produce_ms:.2f} ms).",
+    "workers_from_starved_loop": "One worker needs about {produce_ms:.2f} ms a batch; the loop takes one "
+                                 "every {compute_ms:.2f} ms.",
+    "estimate": "This is an ESTIMATE from the profile alone: {curve_command} measures it.",
+    "curve_too_short": "The loader curve did not reach the loop's pace on {curve_cpus} CPU(s): estimated instead.",
+    "workers_from_curve": "Timed alone, {num_workers} worker(s) deliver {chosen_rate:.0f} batches/s, "
+                          "{margin} times what the loop takes.",
+    "workers_from_paced_curve": "Timed with each batch held {curve_hold_ms:.1f} ms (the traced step), the loader "
+                                "keeps up from {curve_fed_workers} worker(s).",
+    "no_workers_needed": "The main process builds a batch in under 5% of a step: no workers needed.",
+    "capped_by_cpus": "Keeping up needs more workers than {cpu_ceiling} CPU(s) hold: the loader stays the bottleneck.",
+    "never_keeps_up": "No number of workers keeps up: make batches cheaper to build.",
+    "never_feeds_held_loop": "No number of workers keeps the loop fed: make batches cheaper to build.",
+    "handoff_only": "The {wait_ms:.2f} ms left is the hand-over of a finished batch, which workers do not remove.",
+    "compute_bound": "The loader is not the bottleneck: the loop waited {wait_pct:.1f}% of a step for data.",
+    "keep_workers": "Keep num_workers={num_workers}.",
+    "fewer_workers": "The loader keeps up with {num_workers} worker(s), fewer than the {current_workers} used.",
+    "main_process_cpus": "Plus {main_cpus} CPUs for the main process (loop, pin-memory thread, CUDA waits).",
+}
 
 # The lesson script's own flags for a rule's remedy, appended to its message. Kept apart from the
 # generic messages, because `run` profiles any script and only mnist_classify.py has these flags.
@@ -330,5 +364,6 @@ def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = 
         return [rule.text(numbers, facts.kit_script) for rule in fired if rule.level == level]
 
     return Advice(num_workers=numbers.num_workers, cpus_per_task=numbers.cpus_per_task,
-                  reasons=texts("advice"), warnings=texts("warning"), notes=texts("note"), edits=edits,
+                  reasons=texts("advice"), briefs=[rule.brief(numbers) for rule in fired if rule.level == "advice"],
+                  warnings=texts("warning"), notes=texts("note"), edits=edits,
                   fired_rules=[rule.name for rule in fired], numbers=numbers)

@@ -182,6 +182,7 @@ class Advice:
     numbers: AdviceNumbers | None = None                  # the inputs the rules used
     warnings: list[str] = field(default_factory=list)     # level "warning": something wrong with the run
     notes: list[str] = field(default_factory=list)        # level "note": suggestions beside the advice
+    briefs: list[str] = field(default_factory=list)       # the reasons in a few plain words (the terminal's "Why")
 
 
 @dataclass(frozen=True)

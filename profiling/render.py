@@ -106,7 +106,7 @@ def render_text(report: Report) -> str:
     out += ["", "ADVICE", "  " + _advice_head(report)[0]]
     if report.advice.edits:
         out += ["  Exact edits (job script, then training script):"] + [f"    {e}" for e in report.advice.edits]
-    out += ["  Why:"] + [f"  - {r}" for r in report.advice.reasons[:TEXT_WHY]]
+    out += ["  Why:"] + [f"  - {r}" for r in (report.advice.briefs or report.advice.reasons)[:TEXT_WHY]]
     for title, items in _advice_lists(report)[:1] if report.advice.warnings else []:
         out += [f"  {title}:"] + [f"  - {r}" for r in items]
     if len(report.advice.reasons) > TEXT_WHY or report.advice.notes or report.curve is not None:

@@ -58,6 +58,11 @@ def check(numbers: AdviceNumbers) -> None:
         assert numbers.num_workers == numbers.current_workers
     assert not ("keep_workers" in fired and "fewer_workers" in fired)
     assert "{" not in text
+    briefs = [rule.brief(numbers) for rule in RULES if rule.when(numbers) and rule.level == "advice"]
+    brief_text = " ".join(briefs)  # the terminal's "Why": short, plain and as consistent as the full text
+    assert all(len(brief) <= 120 and "{" not in brief for brief in briefs if brief not in fired.values()), briefs
+    assert not ("not the bottleneck" in brief_text and ("stays the bottleneck" in brief_text
+                                                         or "No number of workers" in brief_text)), brief_text
 
 
 @settings(max_examples=400, deadline=None)
