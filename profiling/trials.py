@@ -72,6 +72,7 @@ class Trials:
         self.queue: list[int] = []
         self.rounds = 0
         self.timed: dict[int, dict[str, float]] = {}
+        self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each segment
         self.untraced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
         self.mask: set[int] | None = None
         self.threads: int | None = None
@@ -208,7 +209,8 @@ class Trials:
                 "during the first untraced segment" if self.timed else "within the traced part")
         return {"status": self.status, "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
-                "untraced": self.untraced, "settings": {str(k): t for k, t in sorted(self.timed.items())}}
+                "untraced": self.untraced, "settings": {str(k): t for k, t in sorted(self.timed.items())},
+                "segments": self.segments}
 
 
 class Segmented:
@@ -251,9 +253,11 @@ class Segmented:
         self.inner = interrupts.guarded(self.make, segment)
         torch.random.set_rng_state(state)  # the segment's seed draw leaves the script's RNG where it was
         self.skip = 1 + workers * (options.get("prefetch_factor") or 0)
-        self.count, self.last = 0, None
+        self.count, self.last, self.here = 0, None, [0, 0.0]
 
     def close(self) -> None:
+        if self.inner is not None and self.workers is not None and self.here[0]:
+            self.trials.segments.append((self.workers, self.here[0], round(self.here[1], 6)))
         shutdown = getattr(self.inner, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()
@@ -277,6 +281,7 @@ class Segmented:
             if self.workers is not None:
                 timed = self.trials.timed.setdefault(self.workers, {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0})
                 Trials.add(timed, now - self.last, now - asked)
+                self.here = [self.here[0] + 1, self.here[1] + now - self.last]
                 if self.count == self.skip + 1:
                     self.started = self.last
                 share = len(self.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch

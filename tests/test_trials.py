@@ -48,6 +48,9 @@ def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_sc
     trials = record["trials"]
     assert trials["status"] == "tried" and trials["traced_batches"] == 16 and trials["own_workers"] == 0
     assert set(measured_steps(trials)) == {0, 1, 2}
+    segments = trials["segments"]  # each turn, as it was timed: the settings' sums are theirs
+    assert {k for k, _, _ in segments} == {0, 1, 2}
+    assert sum(n for k, n, _ in segments if k == 2) == trials["settings"]["2"]["steps"]
     # tracing was switched off: the loop body's lines were hit for the first epoch's 16 batches, not 64
     profile = load_lprof(tmp_path / "sleepy_epochs.lprof")
     fit = next(lines for (file, _, name), lines in profile.timings.items() if name.endswith("fit"))
