@@ -2,7 +2,7 @@
 # Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34 on a GPU node, from the repo root: each script of benchmarks/styles profiled by `profiling run`
 # and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART=1 or 2 picks the
-# scripts, PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).
+# scripts (a and b: a device call each), PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
 mkdir -p "$OUT"
@@ -25,6 +25,12 @@ case ${PART:-1} in
     judge tiny_mlp 190 2,4,8,12,14 300 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
     judge conv_default1 190 2,4,8,12,14 300 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000
     judge augment_heavy 190 2,4,8,12,14 120 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800 ;;
+a)  # one device call (<= 600 s): two judges with 4 swept counts (+ the advice), 200 batches, 3 passes
+    judge tiny_mlp 260 2,4,8,12 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
+    judge conv_default1 260 2,4,8,12 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
+b)
+    judge augment_heavy 260 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
+    judge small_files 260 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
 quick)
     judge tiny_mlp 170 2,4,8,12,14 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
     judge conv_default1 170 2,4,8,12,14 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
