@@ -16,7 +16,7 @@ from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_
                                 main_process_cpus)
 from profiling.curve import CURVE_MARGIN, FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
-from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps
+from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, and bounded between the average need ceil(P / C) and
@@ -111,10 +111,11 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     if choice is not None and choice.workers == 0 and not (choice.capped or choice.never_keeps_up):
         loader_bound = False  # the curve measured that the main process alone keeps up
     if steps:
-        chosen = needed = fewest_within(steps)
+        noise = step_noise(trials)
+        chosen = needed = fewest_within(steps, noise=noise)
         basis, capped, never, spare, loader_bound = "tried", False, False, False, True
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
-        measured = {"tried": steps, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
+        measured = {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest)}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
@@ -165,8 +166,9 @@ RULES: tuple[Rule, ...] = (
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("fewest_within", "advice", lambda n: n.basis == "tried",
-         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured "
-         "(each count timed untraced in turns of your own loop, warm-up batches left out)."),
+         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured, or "
+         "closer to it than the measurement's own noise (one standard error of the two means); each count was "
+         "timed untraced in turns of your own loop, warm-up batches left out."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
@@ -296,7 +298,7 @@ RULES: tuple[Rule, ...] = (
 BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "workers_tried": "Measured in your run: {tried_text}.",
-    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
+    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest (or its noise).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
     "many_small_files": "The workers mostly open and read small files ({read_pct:.0f}% of their time): "
                         "group them into shards or stage them.",

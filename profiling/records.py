@@ -127,6 +127,7 @@ class AdviceNumbers:
     curve_fed_rate: float | None = None  # ... and the batches/s they gave the held loop
     curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)
     tried: dict | None = None           # measured in the run, untraced: workers -> seconds per step
+    tried_noise: dict | None = None     # ... and the standard error of each of those means
     tried_text: str = ""                # ... in words, fastest first
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
     traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)

@@ -13,6 +13,7 @@ not tried (said so).
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Any
@@ -36,10 +37,28 @@ TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 TOLERANCE = 0.03  # the advice: the fewest workers whose step is within this share of the best measured
 
 
-def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE) -> int:
-    """The fewest workers whose measured step is within `tolerance` of the best measured."""
-    best = min(steps.values())
-    return min(k for k, step in steps.items() if step <= (1 + tolerance) * best)
+def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE, noise: dict[int, float] | None = None) -> int:
+    """The fewest workers whose measured step is within `tolerance` of the best measured, or closer to it
+    than the two means' own noise (one standard error of their difference): a short run times each count
+    for a few dozen steps, and a lead smaller than that noise is not a reason to ask for more CPUs."""
+    fastest = min(steps, key=lambda k: steps[k])
+    noise = noise or {}
+
+    def allowed(k: int) -> float:
+        return (1 + tolerance) * steps[fastest] + math.hypot(noise.get(k, 0.0), noise.get(fastest, 0.0))
+
+    return min(k for k, step in steps.items() if step <= allowed(k))
+
+
+def step_noise(record: dict | None) -> dict[int, float]:
+    """The standard error of each tried count's mean step (from its steps' sum of squares), in seconds."""
+    noise = {}
+    for k, t in (record or {}).get("settings", {}).items():
+        n = t.get("steps", 0)
+        if n >= MIN_TIMED and "squares" in t:
+            mean = t["seconds"] / n
+            noise[int(k)] = math.sqrt(max(t["squares"] / n - mean * mean, 0.0) / (n - 1))
+    return noise
 
 
 def measured_steps(record: dict | None) -> dict[int, float]:
@@ -109,6 +128,7 @@ class Trials:
     def add(into: dict[str, float], step_s: float, wait_s: float) -> None:
         into["steps"] += 1
         into["seconds"] += step_s
+        into["squares"] = into.get("squares", 0.0) + step_s * step_s
         into["wait_seconds"] += wait_s
 
     # -- trials ---------------------------------------------------------------------------------------
