@@ -31,6 +31,13 @@ a)  # one device call (<= 600 s): two judges with 4 swept counts (+ the advice),
 b)
     judge augment_heavy 260 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
     judge small_files 260 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
+profiles)  # the advice alone (profiling run), on the scripts PART=a judged
+    for name in tiny_mlp conv_default1; do
+        mkdir -p "$OUT/$name"
+        timeout 120 python3 -m profiling run --formats text,json --output-dir "$OUT/$name/profile" -- \
+            benchmarks/styles/$name.py --epochs 3 --samples 30000 > "$OUT/$name/profile.log" 2>&1
+        grep -m1 "num_workers = " "$OUT/$name/profile.log"
+    done ;;
 quick)
     judge tiny_mlp 170 2,4,8,12,14 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
     judge conv_default1 170 2,4,8,12,14 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
