@@ -2,7 +2,7 @@
 # Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34 on a GPU node, from the repo root: each script of benchmarks/styles profiled by `profiling run`
 # and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART=1 or 2 picks the
-# scripts (a and b: a device call each), PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).
+# scripts (a and c: a device call each; b is c without cpu_mixup), PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
 mkdir -p "$OUT"
@@ -31,6 +31,10 @@ a)  # one device call (<= 600 s): two judges with 4 swept counts (+ the advice),
 b)
     judge augment_heavy 260 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
     judge small_files 260 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
+c)  # one device call (<= 600 s): the other three styles, 4 swept counts (+ the advice), 3 passes
+    judge augment_heavy 210 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
+    judge small_files 210 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4
+    judge cpu_mixup 170 2,4,8,12 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
 profiles)  # the advice alone (profiling run), on the scripts PART=a judged
     for name in tiny_mlp conv_default1; do
         mkdir -p "$OUT/$name"
@@ -45,7 +49,7 @@ quick)
     judge small_files 200 2,4,8,12,14 100 -- benchmarks/styles/small_files.py --epochs 4
     judge cpu_mixup 170 2,4,8,12,14 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
 overhead)
-    args=(benchmarks/styles/conv_default1.py --epochs 3 --samples 20000 --width 512)
+    args=(benchmarks/styles/conv_default1.py --epochs 3 --samples "${SAMPLES:-20000}" --width "${WIDTH:-512}")
     for pass in 1 2 3; do
         for how in plain profiled; do
             start=$(date +%s.%N)
