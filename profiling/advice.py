@@ -302,7 +302,7 @@ BRIEF: dict[str, str] = {
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
     "many_small_files": "The workers mostly open and read small files ({read_pct:.0f}% of their time): "
                         "group them into shards or stage them.",
-    "decode_on_gpu": "The workers mostly decode images: on a GPU node, decode there (lesson 09).",
+    "decode_on_gpu": "The workers mostly decode images: on a GPU node, decode there (lesson 09, many small files).",
     "workers_from_main_process": "Without workers the main process builds each batch itself ({produce_ms:.2f} ms).",
     "workers_from_starved_loop": "One worker needs about {produce_ms:.2f} ms a batch; the loop takes one "
                                  "every {compute_ms:.2f} ms.",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,12 @@ for epoch in range(5):
 """
 
 
+def _default_sigint() -> None:
+    """Ctrl-C's default in the child, whatever this process inherited: a test run started with `&` from a
+    script ignores SIGINT, and its children would too (Python then installs no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_ctrl_c_swallowed_by_a_fork_hook_still_stops_the_loop(tmp_path):
     """Python drops a KeyboardInterrupt raised in a fork hook ("Exception ignored"): without the hook's
     guard the loop ran on, and CI's Ctrl-C test waited for a run that never stopped."""
@@ -113,7 +120,8 @@ def test_a_ctrl_c_swallowed_by_a_fork_hook_still_stops_the_loop(tmp_path):
     script.write_text(CTRL_C_IN_A_FORK_HOOK)
     environ = {**os.environ, "PYTHONPATH": str(REPO), PATH_VAR: str(tmp_path / "loaders.json")}
     done = subprocess.run([sys.executable, "-m", "profiling.capture", str(script)], env=environ,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          preexec_fn=_default_sigint)
     assert "Exception ignored" in done.stderr  # the first KeyboardInterrupt really was swallowed
     assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr
     assert "epoch 0 done" not in done.stdout  # stopped in the epoch whose workers were starting
