@@ -150,18 +150,53 @@ def repo() -> Path:
     return REPO
 
 
-#: Fixtures that submit to, or read the state of, a Slurm cluster.
-_SANDBOX_FIXTURES = {"slurm", "slurm2", "kit"}
+#: Fixtures that submit to, or read the state of, the one-node Slurm sandbox.
+_SANDBOX_FIXTURES = {"slurm", "kit"}
+TWO_NODE_LOCK = Path("/tmp/dlkit-two-node-cluster.lock")
+
+
+def _uses_two_node_cluster(item: pytest.Item) -> bool:
+    """A test of the two-node cluster (`slurm2`), or a lesson whose commands start or use it."""
+    if "slurm2" in getattr(item, "fixturenames", ()):
+        return True
+    path = getattr(getattr(item, "callspec", None), "params", {}).get("path")
+    return (item.name.startswith("test_lesson_runs_in_order") and isinstance(path, Path)
+            and "slurm-two-node" in path.read_text())
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Under pytest-xdist (`make test` runs two workers), every test that uses the sandbox runs on one
-    worker, in file order: the one-node sandbox has 2 CPUs, the lessons build on each other's jobs, and
-    a job test must never wait for another test's job. Every other test runs with the rest of its file
-    (as `--dist loadfile` would), so a module's shared fixture, such as one profiled run that several
-    tests read, is built once. (Marked as each test is collected, before xdist reads the groups.)"""
-    sandbox = _SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("slurm")
-    item.add_marker(pytest.mark.xdist_group("sandbox" if sandbox else item.path.name))
+    """Under pytest-xdist (`make test` runs two workers), every test that uses the one-node sandbox runs
+    on one worker, in file order: the sandbox node has 2 CPUs, the lessons build on each other's jobs,
+    and a job test must never wait for another test's job. The two-node cluster's own tests are a second
+    group, which may run beside it (a cluster of its own; `_two_node_cluster_held` keeps its users apart).
+    Every other test runs with the rest of its file (as `--dist loadfile` would), so a module's shared
+    fixture, such as one profiled run that several tests read, is built once. (Marked as each test is
+    collected, before xdist reads the groups.)"""
+    names = set(getattr(item, "fixturenames", ()))
+    if _SANDBOX_FIXTURES & names or item.get_closest_marker("slurm") and "slurm2" not in names:
+        group = "sandbox"
+    elif "slurm2" in names:
+        group = "two-node"
+    else:
+        group = item.path.name
+    item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """One user of the two-node cluster at a time, across xdist workers: its tests stop nodes and take the
+    cluster down and up, and lessons 06 and 10 run jobs on it (a file lock, held from setup to teardown)."""
+    if not _uses_two_node_cluster(item):
+        yield
+        return
+    import fcntl
+
+    with TWO_NODE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(trylast=True)
