@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import pickletools
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,10 @@ _SAFE_BUILTINS = frozenset({"set", "frozenset", "complex"})
 
 # Generous ceiling: a real profile of hundreds of functions is well under a few MB.
 MAX_BYTES = 512 * 1024 * 1024
+
+
+# Opcodes whose argument is a memo index.
+_MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"})
 
 
 class _LineStatsState:
@@ -78,6 +83,9 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
     where = str(path) if path is not None else "profile"
     if not data:
         raise ProfileError(f"{where}: the file is empty (did kernprof finish writing it?)")
+    far = _memo_index_past_the_data(data)
+    if far is not None:
+        raise ProfileError(f"{where}: a truncated or corrupt .lprof file ({far})")
     try:
         obj = _RestrictedUnpickler(io.BytesIO(data)).load()
     except _UnsafePickle as err:
@@ -97,6 +105,20 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
     state = vars(obj)
     return LineProfile(timings=_check_timings(state.get("timings"), where),
                        unit=_check_unit(state.get("unit"), where), path=path)
+
+
+def _memo_index_past_the_data(data: bytes) -> str | None:
+    """Why: CPython's unpickler grows its memo table to any index a PUT names before it stores there, so
+    one flipped byte (a LONG_BINPUT of 778,987,873) made it zero 6 GB and spend 12 s. A pickle stores at
+    most one memo entry per byte, so a larger index is corruption. Other faults are left to the
+    unpickler, which words them as before."""
+    try:
+        for op, arg, pos in pickletools.genops(data):
+            if op.name in _MEMO_OPS and isinstance(arg, int) and arg > len(data):
+                return f"memo index {arg} at byte {pos} in a file of {len(data)} bytes"
+    except Exception:  # any fault in the opcode stream: the unpickler names it
+        return None
+    return None
 
 
 def _check_unit(unit: Any, where: str) -> float:

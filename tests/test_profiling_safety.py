@@ -145,6 +145,16 @@ def test_malformed_file_through_the_command_line(tmp_path, repo):
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
 
 
+def test_a_memo_index_past_the_file_is_refused_before_the_unpickler_grows_its_table():
+    """CI's fuzzing found it: one flipped byte became a LONG_BINPUT of 778,987,873, and CPython's
+    unpickler zeroed a 6 GB memo table for it (12 s, all system time) before failing."""
+    data = b"\x80\x02N" + b"r" + (778987873).to_bytes(4, "little") + b"."  # PROTO 2, None, LONG_BINPUT, STOP
+    with pytest.raises(ProfileError) as refused:
+        parse_lprof(data)
+    assert "corrupt" in str(refused.value) and "memo index 778987873 at byte 3" in str(refused.value)
+    assert isinstance(parse_lprof(VALID), LineProfile)  # a real one still loads
+
+
 # --------------------------------------------------------------------------- fuzzing
 def _mutations() -> st.SearchStrategy[bytes]:
     """Random bytes, and a valid profile with bytes cut, flipped or inserted."""
