@@ -27,10 +27,10 @@ $(PY):
 
 # The ordinary PyPI torch and torchvision (CUDA builds; they also run on a CPU-only machine).
 install: $(PY)
-	$(PY) -m pip install -q --no-compile -e .
+	$(PY) -m pip install -q -e .
 
 install-dev: $(PY)
-	$(PY) -m pip install -q --no-compile -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev]"
 
 demo: install
 	$(PY) -m profiling run --output-dir $(DEMO_DIR) -- mnist_classify.py --synthetic --epochs 1 --train-samples 6000 --test-samples 1000
