@@ -112,17 +112,18 @@ def test_three_real_interruptions_resume_bit_identically(nproc, python_exe, data
 
 @pytest.mark.slow
 @pytest.mark.slurm
-def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm, python_exe, data_dir,
+def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm2, python_exe, data_dir,
                                                                  tmp_path):
     """The Slurm path end to end: USR1 to the step's tasks, rank 0 runs `scontrol requeue`, and
-    the job, started again by Slurm, continues from the checkpoint."""
+    the job, started again by Slurm, continues from the checkpoint. On one node of the two-node
+    cluster (any real Slurm would do), so that it runs beside the one-node sandbox's tests."""
     ckpt, log = tmp_path / "ckpt", tmp_path / "job.out"
     args = " ".join([*small_args(data_dir, epochs=20), "--log-interval", "1",
                      "--checkpoint-dir", str(ckpt)])
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\n"
                       f"srun {python_exe} {SCRIPT} {args}\n")
-    job = slurm.submit("--requeue", "--ntasks=2", "--cpus-per-task=1", "--time=5",
+    job = slurm2.submit("--requeue", "--nodes=1", "--ntasks=2", "--cpus-per-task=1", "--time=5",
                        "--open-mode=append", "--job-name=ddp-requeue", f"--output={log}",
                        str(script), cwd=tmp_path)
 
@@ -130,7 +131,7 @@ def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm, python_
         deadline = time.monotonic() + limit
         while not (log.exists() and log.read_text().count(text) >= count):
             if time.monotonic() > deadline:
-                subprocess.run(["scancel", job], timeout=30)
+                slurm2.run("scancel", job)
                 pytest.fail(f"{text!r} not in the job log after {limit} s:\n"
                             + (log.read_text()[-3000:] if log.exists() else "(no log)"))
             time.sleep(0.2)
@@ -139,18 +140,16 @@ def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm, python_
         log_has("training started")
         log_has(STEP_LINE, count=3)
         # Like `--signal=USR1@90`: every task of the step gets it, the batch shell does not.
-        subprocess.run(["scancel", "--signal=USR1", job], check=True, timeout=30)
+        assert slurm2.run("scancel", "--signal=USR1", job).returncode == 0
         log_has("preempted (SIGUSR1)")
         deadline = time.monotonic() + 60
-        while "Restarts=1" not in (show := subprocess.run(
-                ["scontrol", "show", "job", "-o", job], capture_output=True, text=True,
-                timeout=30).stdout):
+        while "Restarts=1" not in (show := slurm2.run("scontrol", "show", "job", "-o", job).stdout):
             assert time.monotonic() < deadline, f"job {job} was not requeued:\n{show}"
             time.sleep(0.3)
         saved = checkpoint.find_latest_valid(ckpt)
         assert saved is not None and checkpoint.load(saved)["global_step"] >= 1
         # A requeued job waits cred_expire + 1 s before it may start; skip the wait.
-        subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], timeout=30)
+        slurm2.run("scontrol", "update", f"jobid={job}", "StartTime=now")
         log_has(f"resumed from {saved}")
     finally:
-        subprocess.run(["scancel", job], timeout=30)
+        slurm2.run("scancel", job)
