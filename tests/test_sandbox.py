@@ -127,3 +127,23 @@ def test_missing_slurm_fails_in_ci_and_skips_outside(python_exe: str, repo: Path
                 timeout=120, CI=ci, PATH="/nonexistent")
     assert inner.returncode == exit_code, inner.stdout
     assert says in inner.stdout
+
+
+def test_start_requeued_counts_a_job_the_scheduler_started_first_as_started(tmp_path: Path) -> None:
+    """CI once lost this race on a busy machine: the job looked pending and eligible, the scheduler
+    started it, and `scontrol update StartTime=now` then answered "no longer pending". A stand-in
+    scontrol gives exactly those two answers, so the race happens every time here."""
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text('#!/bin/bash\n'
+                        'if [[ $1 == -o ]]; then\n'
+                        '  echo "JobId=58 JobState=PENDING Restarts=1 EligibleTime=2020-01-01T00:00:00"\n'
+                        'elif [[ $3 == StartTime=now ]]; then\n'
+                        '  echo "Job is no longer pending execution for job 58" >&2; exit 1\n'
+                        'else exit 9; fi\n')
+    scontrol.chmod(0o755)
+    path = {"PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    started = run("bash", str(SANDBOX / "start-requeued.sh"), "58", timeout=30, **path)
+    assert started.returncode == 0, started.stderr
+    scontrol.write_text(scontrol.read_text().replace("no longer pending execution", "Access/permission denied"))
+    refused = run("bash", str(SANDBOX / "start-requeued.sh"), "58", timeout=30, **path)
+    assert refused.returncode == 1 and "permission denied" in refused.stderr  # any other refusal still fails

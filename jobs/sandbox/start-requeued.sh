@@ -6,7 +6,8 @@
 # pass, but sent BEFORE EligibleTime it relaunches the job with its revoked credential and the job
 # ends FAILED ("Killing non-startable batch job: Job credential revoked", seen in slurmctld.log).
 # So wait until the job is pending again and its EligibleTime has passed, then ask once.
-# Exits 0 once asked, or when the job has already restarted or left the queue; 1 after 120 s.
+# Exits 0 once asked, or when the job has already restarted or left the queue; 1 after 120 s or when
+# scontrol refuses for any other reason.
 set -euo pipefail
 job=${1:?usage: start-requeued.sh JOBID}
 for _ in $(seq 240); do
@@ -18,7 +19,13 @@ for _ in $(seq 240); do
     [[ $state != PENDING && ${restarts:-0} -ge 1 ]] && exit 0
     if [[ $state == PENDING && $eligible != Unknown && $eligible != None ]] \
         && (( $(date +%s) > $(date -d "$eligible" +%s) )); then
-        timeout 10 scontrol update jobid="$job" StartTime=now
+        # The scheduler may start it between that look and this request: then the job is no longer
+        # pending, which is what we wanted.
+        if ! said=$(timeout 10 scontrol update jobid="$job" StartTime=now 2>&1); then
+            grep -q "no longer pending" <<<"$said" && exit 0
+            echo "start-requeued: $said" >&2
+            exit 1
+        fi
         exit 0
     fi
     sleep 0.5
