@@ -168,7 +168,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """Under pytest-xdist (`make test` runs two workers), every test that uses the one-node sandbox runs
     on one worker, in file order: the sandbox node has 2 CPUs, the lessons build on each other's jobs,
     and a job test must never wait for another test's job. The two-node cluster's own tests are a second
-    group, which may run beside it (a cluster of its own; `_two_node_cluster_held` keeps its users apart).
+    group, which may run beside it (a cluster of its own; the lock below keeps its users apart).
     Every other test runs with the rest of its file (as `--dist loadfile` would), so a module's shared
     fixture, such as one profiled run that several tests read, is built once. (Marked as each test is
     collected, before xdist reads the groups.)"""
