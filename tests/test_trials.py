@@ -17,7 +17,7 @@ from pathlib import Path
 
 from profiling.lprof import load_lprof
 from profiling.report import build_report
-from profiling.trials import Trials, candidates, fewest_within, measured_steps
+from profiling.trials import Trials, candidates, fewest_within, measured_steps, step_noise
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
 SLEEPY = OWN / "sleepy_epochs.py"
@@ -60,7 +60,9 @@ def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_sc
     report = build_report(tmp_path / "sleepy_epochs.lprof")
     numbers = report.advice.numbers
     assert numbers.basis == "tried" and set(numbers.tried) == {0, 1, 2}
-    assert report.advice.num_workers == fewest_within(measured_steps(trials))
+    # the rule applied to what the run recorded: within 3 % of the fastest, or within the two means' noise
+    # (a few short turns of a sleeping loader are noisy, so the noise can decide)
+    assert report.advice.num_workers == fewest_within(measured_steps(trials), noise=step_noise(trials))
     text = (tmp_path / "sleepy_epochs.report.txt").read_text()
     assert "(measured in your run)" in text and "the first 16 batches traced" in text and "untraced step" in text
     why = text.split("Why:")[1].split("\n  ")[1:4]
