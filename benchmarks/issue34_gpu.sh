@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34 on a GPU node, from the repo root: each script of benchmarks/styles profiled by `profiling run`
-# and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART=1 or 2 picks the
-# scripts (a and c: a device call each; b is c without cpu_mixup), PART=overhead times a compute-bound script plain and under `profiling run` (3 interleaved passes).
+# and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART picks the scripts:
+# a (tiny_mlp, conv_default1) and c (augment_heavy, small_files, cpu_mixup), a device call each; 1 and quick
+# are the earlier calls. PART=overhead times a compute-bound script plain and under `profiling run`
+# (3 interleaved passes; WIDTH and SAMPLES size it).
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
 mkdir -p "$OUT"
@@ -28,9 +30,6 @@ case ${PART:-1} in
 a)  # one device call (<= 600 s): two judges with 4 swept counts (+ the advice), 200 batches, 3 passes
     judge tiny_mlp 260 2,4,8,12 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
     judge conv_default1 260 2,4,8,12 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
-b)
-    judge augment_heavy 260 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
-    judge small_files 260 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
 c)  # one device call (<= 600 s): the other three styles, 4 swept counts (+ the advice), 3 passes
     judge augment_heavy 210 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
     judge small_files 210 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4
@@ -45,9 +44,6 @@ profiles)  # the advice alone (profiling run), on the scripts PART=a judged
 quick)
     judge tiny_mlp 170 2,4,8,12,14 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
     judge conv_default1 170 2,4,8,12,14 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
-2)
-    judge small_files 200 2,4,8,12,14 100 -- benchmarks/styles/small_files.py --epochs 4
-    judge cpu_mixup 170 2,4,8,12,14 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
 overhead)
     args=(benchmarks/styles/conv_default1.py --epochs 3 --samples "${SAMPLES:-20000}" --width "${WIDTH:-512}")
     for pass in 1 2 3; do
