@@ -15,11 +15,14 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from profiling.records import PHASES, LineProfile, LoopSummary
-from profiling.table import Sources
+
+if TYPE_CHECKING:  # annotations only: `run` classifies the script before it starts, and must start it fast
+    import pandas as pd
+
+    from profiling.table import Sources
 
 LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch", re.IGNORECASE)
 MODEL_NAMES = re.compile(r"^(model|net|network|module|encoder|decoder|backbone|classifier)$"
@@ -267,6 +270,8 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
     Restricting to that function keeps "per batch" honest when other functions (an eval loop,
     helpers) were profiled too; without a loop every profiled line counts and per-batch is empty.
     """
+    import pandas as pd
+
     rows = table if loop is None else table[(table["file"] == loop.file) & (table["function"] == loop.function)]
     seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
     total = float(seconds.sum())

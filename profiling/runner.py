@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -142,6 +143,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
             child_env[HOLD_VAR] = HOLD_LOOP
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
+        threading.Thread(target=_import_report_modules, daemon=True).start()
         try:
             if sample:
                 sampler = Sampler(child.pid, interval=interval)
@@ -157,6 +159,16 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     meta["exit_code"] = code
     (out_dir / f"{stem}.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return code, meta, sampler
+
+
+def _import_report_modules() -> None:
+    """Import what the report needs (pandas, matplotlib: about a second) while the script runs, not after."""
+    try:
+        import profiling.html  # noqa: F401
+        import profiling.plots  # noqa: F401
+        import profiling.report  # noqa: F401
+    except ImportError:  # a missing plotting stack is reported when the report is written
+        pass
 
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)

@@ -11,10 +11,12 @@ import os
 import threading
 import time
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from profiling.facts import cpus_from_env
+
+if TYPE_CHECKING:  # `run` imports this module before it starts the script
+    import pandas as pd
 
 # One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
 SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")
@@ -146,6 +148,8 @@ class Sampler:
             return float("nan"), float("nan")
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.rows, columns=list(SAMPLE_COLUMNS))
 
 
