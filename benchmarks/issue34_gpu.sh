@@ -2,7 +2,8 @@
 # Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34 on a GPU node, from the repo root: each script of benchmarks/styles profiled by `profiling run`
 # and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART picks the scripts:
-# a (tiny_mlp, conv_default1) and c (augment_heavy, small_files, cpu_mixup), a device call each; 1 and quick
+# a (tiny_mlp, conv_default1) and c (augment_heavy, small_files, cpu_mixup), a device call each, or c1 and mixup
+# (c split in two, so that cpu_mixup finishes); 1 and quick
 # are the earlier calls. PART=overhead times a compute-bound script plain and under `profiling run`
 # (3 interleaved passes; WIDTH and SAMPLES size it).
 set -uo pipefail
@@ -34,6 +35,11 @@ c)  # one device call (<= 600 s): the other three styles, 4 swept counts (+ the 
     judge augment_heavy 210 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
     judge small_files 210 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4
     judge cpu_mixup 170 2,4,8,12 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
+c1)  # PART=c's first two scripts, with room (a device call)
+    judge augment_heavy 280 2,4,8,12 100 -- benchmarks/styles/augment_heavy.py --epochs 4 --samples 12800
+    judge small_files 280 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
+mixup)  # cpu_mixup alone: its profile takes ~60 s and each swept setting ~15 s, more than PART=c leaves it
+    judge cpu_mixup 420 2,4,8,12 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
 profiles)  # the advice alone (profiling run), on the scripts PART=a judged
     for name in tiny_mlp conv_default1; do
         mkdir -p "$OUT/$name"
