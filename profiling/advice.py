@@ -113,9 +113,14 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     if steps:
         noise = step_noise(trials)
         chosen = needed = fewest_within(steps, noise=noise)
-        basis, capped, never, spare, loader_bound = "tried", False, False, False, True
+        needs_cpus = bool(trials.get("squeezed")) and not above_threshold  # (profiling.trials.held_slower)
+        basis, capped, never, spare, loader_bound = "tried", False, False, False, not needs_cpus
+        traced = trials.get("traced") or {}
+        if needs_cpus and traced.get("steps"):
+            measured.update(step_needs_cpus=True, held_cpus=cpus_for_workers(workers, facts.gpus, facts.pin_memory),
+                            traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
-        measured = {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
+        measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest)}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
@@ -161,7 +166,12 @@ RULES: tuple[Rule, ...] = (
     Rule("workers_unknown", "warning", lambda n: n.loop_found and not n.workers_known,
          "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
          "Pass --num-workers N (the value the run used) for exact advice."),
-    Rule("waited_untraced", "advice", lambda n: n.basis == "tried",
+    Rule("step_needs_cpus", "advice", lambda n: n.basis == "tried" and n.step_needs_cpus,
+         "The loader kept up, but held to the {held_cpus} CPUs of {current_workers} worker(s) your step computed "
+         "for {compute_ms:.1f} ms a batch, against {traced_compute_ms:.1f} ms traced on all the job's {cpus} CPUs: "
+         "the step itself needs CPUs (work on the CPU in the main process, which workers compete with), so each "
+         "worker count was tried on the CPUs it would be given."),
+    Rule("waited_untraced", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus,
          "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
@@ -254,7 +264,8 @@ RULES: tuple[Rule, ...] = (
          "The {wait_ms:.2f} ms per batch still spent on the loader line is within the {handoff_ms} ms a main "
          "process needs to take a finished batch from its workers, which more workers do not remove."),
     Rule("compute_bound", "advice",
-         lambda n: n.loop_found and not n.loader_bound and not n.capped and not n.never_keeps_up,
+         lambda n: n.loop_found and not n.loader_bound and not n.capped and not n.never_keeps_up
+         and n.basis != "tried",
          "The loader is not the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
          "per batch, {wait_pct:.1f}% of a step, so more workers will not help. "
          "To go faster, use larger batches, mixed precision and data kept on the GPU."),
@@ -297,6 +308,8 @@ RULES: tuple[Rule, ...] = (
 # message (how it was measured, the curve, the constants) goes to the Markdown, HTML and JSON reports.
 BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
+    "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
+                       "on {cpus}: it needs CPUs.",
     "workers_tried": "Measured in your run: {tried_text}.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest (or its noise).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",

@@ -133,6 +133,9 @@ class AdviceNumbers:
     traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)
     untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers
     traced_batches: int | None = None   # the batches line tracing covered
+    step_needs_cpus: bool = False       # tried although the loader kept up: held to its CPUs the step computed
+    held_cpus: int | None = None        # ... slower on these CPUs than traced on all of them
+    traced_compute_ms: float | None = None  # ... the traced compute per batch it is compared with
     fallback: str = ""                  # why the run's own loop could not be measured (the advice falls back)
 
 

@@ -87,12 +87,15 @@ class Trials:
         self.tracing, self.traced_batches = True, 0
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
+        self.gpus, self.pin = 0, False
         self.settings: list[int] = []
         self.queue: list[int] = []
         self.rounds = 0
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each segment
         self.untraced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
+        self.traced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
+        self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
         self.mask: set[int] | None = None
         self.threads: int | None = None
 
@@ -119,6 +122,8 @@ class Trials:
             return
         if self.tracing:
             self.traced_batches += 1
+            if step_s is not None and wait_s is not None:
+                self.add(self.traced, step_s, wait_s)
             if self.traced_batches >= self.trace_batches:
                 self.stop_tracing()
         elif step_s is not None and wait_s is not None:
@@ -185,7 +190,8 @@ class Trials:
                 self.queue = [self.own or 0]  # too short to say: time it again
                 return
             share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / base["steps"]
-            if share < LOADER_BOUND or (self.own and wait <= HANDOFF_S):
+            self.squeezed = self.held_slower(base)
+            if (share < LOADER_BOUND or (self.own and wait <= HANDOFF_S)) and not self.squeezed:
                 self.status = "compute-bound"
                 return self.release()
             self.status = "trying"
@@ -199,6 +205,20 @@ class Trials:
                 self.settings = [k for k in self.settings if steps[k] <= PRUNE * best]
         order = self.settings[self.rounds % len(self.settings):] + self.settings[:self.rounds % len(self.settings)]
         self.queue = list(order)
+
+    def held_slower(self, base: dict[str, float]) -> bool:
+        """Did the baseline, held to the CPUs its count would be given, compute slower than the traced part
+        on all the job's CPUs? Tracing only lengthens a step, so then the step itself needs the CPUs (work
+        on the CPU in the main process, which workers compete with): the loader keeping up at that count
+        says nothing, and other counts, each on its own CPUs, are tried. Measured on an H100: a CPU mixup
+        held to 4 CPUs computed 64 ms a step, traced on 16 CPUs 44 ms; advised 2 workers, it ran at 73 %
+        of 4 workers on 6 CPUs. Only with a GPU: without one the step is the model's CPU compute, which
+        always needs CPUs, and the kit's rule gives the main process one core by design."""
+        held_cpus = cpus_for_workers(self.own or 0, self.gpus, self.pin)
+        if not self.gpus or not self.mask or held_cpus >= len(self.mask) or self.traced["steps"] < MIN_TIMED:
+            return False
+        traced = (self.traced["seconds"] - self.traced["wait_seconds"]) / self.traced["steps"]
+        return (base["seconds"] - base["wait_seconds"]) / base["steps"] > traced
 
     def hold(self, workers: int | None) -> None:
         """Hold the process (and the workers it forks) to the CPUs a job with `workers` would ask for."""
@@ -229,7 +249,7 @@ class Trials:
                 "during the first untraced segment" if self.timed else "within the traced part")
         return {"status": self.status, "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
-                "untraced": self.untraced, "settings": {str(k): t for k, t in sorted(self.timed.items())},
+                "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed, "settings": {str(k): t for k, t in sorted(self.timed.items())},
                 "segments": self.segments}
 
 

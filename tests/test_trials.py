@@ -113,3 +113,27 @@ def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts()
     assert [trials.next_setting() for _ in range(2)] == [2, 4]
     assert trials.next_setting() == 4 and trials.rounds == 1  # rotated; 1 (3x the best) was dropped
     assert trials.queue == [2]
+
+
+def test_a_gpu_step_that_computes_slower_on_its_held_cpus_than_traced_is_tried_though_the_loader_keeps_up():
+    """The cpu_mixup case of issue 34 (H100): mixup on the CPU in the loop. Held to the 4 CPUs of its own 2
+    workers the loop barely waited but computed 64 ms a step, against 44 ms traced on the job's 16 CPUs;
+    tracing only lengthens a step, so the step needs CPUs and the counts are tried, each on its own."""
+    def baseline(traced_compute_s: float) -> Trials:
+        trials = Trials(asked="2,4,8")
+        trials.own, trials.gpus, trials.pin, trials.settings, trials.queue = 2, 1, True, [2, 4, 8], []
+        trials.mask, trials.hold = set(range(16)), lambda workers: None  # this machine's CPUs stay as they are
+        trials.traced = {"steps": 127, "seconds": 127 * (traced_compute_s + 0.0156), "wait_seconds": 127 * 0.0156}
+        trials.timed = {2: {"steps": 25, "seconds": 25 * 0.0654, "wait_seconds": 25 * 0.0013}}  # waited 2 %
+        trials.first = trials.next_setting()
+        return trials
+
+    squeezed = baseline(0.044)
+    assert squeezed.squeezed and squeezed.status == "trying" and [squeezed.first, *squeezed.queue] == [2, 4, 8]
+    traced_slower = baseline(0.080)  # tracing made the step longer, as it should: the loader keeps up
+    assert not traced_slower.squeezed and traced_slower.status == "compute-bound"
+    on_all_cpus = baseline(0.044)
+    on_all_cpus.mask = set(range(4))  # the hold took nothing away: no comparison to make
+    on_all_cpus.status, on_all_cpus.queue = "traced only", []
+    on_all_cpus.next_setting()
+    assert not on_all_cpus.squeezed
