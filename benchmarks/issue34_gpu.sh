@@ -60,5 +60,6 @@ overhead)
                  rm -f "$OUT/overhead-$pass"/*.png "$OUT/overhead-$pass"/*.html "$OUT/overhead-$pass"/*.lprof; fi
             echo "$how pass $pass: $(awk "BEGIN{print $(date +%s.%N) - $start}") s" | tee -a "$OUT/overhead.txt"
         done
-    done ;;
+    done
+    python3 benchmarks/overhead_split.py "$OUT" | tee -a "$OUT/overhead.txt" ;;
 esac

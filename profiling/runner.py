@@ -28,7 +28,7 @@ from profiling.cpu_rule import workers_for_cpus
 from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
 from profiling.precheck import unreachable_loop
 from profiling.records import ProfileError
-from profiling.facts import cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
+from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
 from profiling.trials import SEGMENT_VAR, TRACE_VAR, TRY_VAR
 from profiling.script_reader import declared_default
@@ -102,38 +102,22 @@ def _now() -> str:
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
                  num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
                  trace_batches: int = 500, try_workers: str = "auto", segment_seconds: float = 2.0,
-                 paced: bool = True) -> tuple[int, dict, "Sampler | None"]:
-    """Run the script under kernprof; return (exit code, metadata, sampler or None). Tracing stops after
-    `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
+                 paced: bool = True) -> tuple[int, dict, "Sampler | None", Environment]:
+    """Run the script under kernprof; return (exit code, metadata, sampler or None, the machine's facts).
+    Tracing stops after `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
     (profiling.trials); a run too short for that gets the paced loader curve at exit (profiling.loader_curve)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
     lprof = out_dir / f"{stem}.lprof"
-    machine = read_environment()
-    cpus = cpus_from_env(machine.env, machine.affinity)[0] or 1
-    gpus = gpus_from_env(machine.env)[0]
-    workers, workers_source = script_num_workers(Path(script), script_args, cpus,
-                                                 min(gpus if gpus is not None else machine.nvml_gpus or 0, 1))
-    if num_workers is not None:
-        workers, workers_source = num_workers, "dlkit-prof run --num-workers"
     loaders = out_dir / f"{stem}.loaders.json"
     curve = out_dir / f"{stem}.curve.json"  # the loader timed at exit, alone or paced (profiling.loader_curve)
     for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve, curve.with_suffix(".png")):
         # never report a previous run's results
         stale.unlink(missing_ok=True)
-    meta = {
-        "stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
-        "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
-        "hostname": socket.gethostname(), "python": sys.executable,
-        "num_workers": workers, "num_workers_source": workers_source,
-        "cpus": cpus, "gpus": machine.nvml_gpus if gpus is None else gpus,
-        "cores_per_gpu": cores_per_gpu_of(machine.node_text),
-        "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
-        "start_time": _now(),
-    }
-    started = datetime.now(timezone.utc)
-    sampler = None
+    meta: dict = {"stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
+                  "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
+                  "hostname": socket.gethostname(), "python": sys.executable}
     child_env = kernprof_environment(loaders=loaders)
     if trace_batches > 0:
         child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
@@ -142,9 +126,15 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
         if paced:
             child_env[HOLD_VAR] = HOLD_LOOP
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
+    meta["start_time"] = _now()
+    started = datetime.now(timezone.utc)
+    sampler = None
     with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
         threading.Thread(target=_import_report_modules, daemon=True).start()
         try:
+            # what the report needs of the machine (NVML, scontrol: up to a second), read while the script runs
+            machine = read_environment()
+            meta.update(machine_meta(machine, Path(script), script_args, num_workers))
             if sample:
                 sampler = Sampler(child.pid, interval=interval)
                 if sampler.message:
@@ -158,7 +148,21 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     meta["wall_seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 3)
     meta["exit_code"] = code
     (out_dir / f"{stem}.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return code, meta, sampler
+    return code, meta, sampler, machine
+
+
+def machine_meta(machine: Environment, script: Path, script_args: list[str], num_workers: int | None) -> dict:
+    """The job's CPUs, GPUs and the script's num_workers, as `<stem>.meta.json` records them."""
+    cpus = cpus_from_env(machine.env, machine.affinity)[0] or 1
+    gpus = gpus_from_env(machine.env)[0]
+    workers, workers_source = script_num_workers(script, script_args, cpus,
+                                                 min(gpus if gpus is not None else machine.nvml_gpus or 0, 1))
+    if num_workers is not None:
+        workers, workers_source = num_workers, "dlkit-prof run --num-workers"
+    return {"num_workers": workers, "num_workers_source": workers_source,
+            "cpus": cpus, "gpus": machine.nvml_gpus if gpus is None else gpus,
+            "cores_per_gpu": cores_per_gpu_of(machine.node_text),
+            "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ}}
 
 
 def _import_report_modules() -> None:
@@ -211,7 +215,7 @@ def run_command(args: argparse.Namespace) -> int:
     if unreachable:  # the user chose what to profile: say so, and profile it anyway
         print(f"dlkit-prof run: warning: {unreachable}", file=sys.stderr)
     out_dir = Path(args.output_dir)
-    code, meta, sampler = run_profiled(list(args.command), out_dir, args.sample_gpu,
+    code, meta, sampler, machine = run_profiled(list(args.command), out_dir, args.sample_gpu,
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
                                        getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
@@ -231,7 +235,7 @@ def run_command(args: argparse.Namespace) -> int:
         written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
     try:
         report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
-                              source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu)
+                              source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu, environment=machine)
     except ProfileError as err:
         if code != 0 and "profile is empty" in str(err):  # it stopped before its loop (an argument error...)
             print("dlkit-prof run: the script stopped before any profiled line ran; nothing to report", file=sys.stderr)
