@@ -1,6 +1,4 @@
 """`python -m profiling ...` is the same as the `dlkit-prof` console script."""
-import sys
+from profiling.cli import console_main
 
-from profiling.cli import main
-
-sys.exit(main())
+console_main()
