@@ -51,7 +51,10 @@ def _loop_lines(report: Report) -> list[str]:
     lines = [f"Training loop: {loop.file}:{loop.header_line} in {loop.function}(), {loop.batches} batches ({traced})",
              f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
              f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
-    if n and n.untraced_step_ms and n.traced_step_ms:
+    if n and n.untraced_step_ms and n.held_cpus:  # held to fewer CPUs than the traced part had: not tracing's cost
+        lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced on the "
+                     f"{n.held_cpus} CPUs of {n.current_workers} worker(s); the traced part had all {n.cpus})")
+    elif n and n.untraced_step_ms and n.traced_step_ms:
         lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced: tracing "
                      f"made a step {n.traced_step_ms / n.untraced_step_ms:.2f}x as long)")
     return lines
