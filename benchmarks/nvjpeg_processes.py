@@ -35,14 +35,26 @@ def decoder(rank: int, batch: int, seconds: float, barrier, results) -> None:
     results[rank] = done / (time.perf_counter() - start)
 
 
+def counts(text: str) -> list[int]:
+    try:
+        values = [int(k) for k in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected counts like 1,2,4, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected counts >= 1, got {text!r}")
+    return values
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--processes", default="1,2,4", help="process counts to try (default 1,2,4)")
+    p.add_argument("--processes", type=counts, default="1,2,4", help="process counts to try (default 1,2,4)")
     p.add_argument("--batch", type=int, default=256, help="JPEGs per decode call (default 256)")
     p.add_argument("--seconds", type=float, default=6.0, help="timed window per count (default 6)")
     args = p.parse_args()
+    if not torch.cuda.is_available():
+        p.exit(2, "nvjpeg_processes: needs a CUDA GPU (none found)\n")
     ctx = mp.get_context("spawn")
-    for n in (int(k) for k in args.processes.split(",")):
+    for n in args.processes:
         barrier, results = ctx.Barrier(n), ctx.Manager().dict()
         procs = [ctx.Process(target=decoder, args=(r, args.batch, args.seconds, barrier, results)) for r in range(n)]
         for proc in procs:

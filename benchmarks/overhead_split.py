@@ -34,4 +34,7 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "overhead.txt").is_file():
+        print("usage: overhead_split.py OUT (the folder PART=overhead wrote, with its overhead.txt)", file=sys.stderr)
+        sys.exit(2)
     main(Path(sys.argv[1]))
