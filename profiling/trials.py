@@ -249,8 +249,8 @@ class Trials:
                 "during the first untraced segment" if self.timed else "within the traced part")
         return {"status": self.status, "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
-                "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed, "settings": {str(k): t for k, t in sorted(self.timed.items())},
-                "segments": self.segments}
+                "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
+                "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
 
 
 class Segmented:
