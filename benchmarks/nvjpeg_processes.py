@@ -1,7 +1,8 @@
 """Does GPU JPEG decoding scale with decoding processes? (docs/small-files.md, issue 36)
 
-torchvision decodes a batch with nvJPEG behind one lock per process, and one process topped out near
-12,500 images/s on an H100, below what lesson 09's ResNet-18 step consumes (~18,700). This starts
+torchvision decodes a batch with nvJPEG behind one lock per process. In lesson 09 (many small files)
+the GPU path topped out near 12,500 images/s on an H100, below what its ResNet-18 step consumes
+(~18,700): is one decoding process the limit? This starts
 1, 2 and 4 processes that each decode the same batches of the lesson's JPEGs on the one GPU
 (`decode_jpeg(list, device="cuda")`, decode only), released together after a warm-up, and reports
 their summed images/s over the same window.
