@@ -263,12 +263,6 @@ def loop_step(entry: Mapping[str, Any]) -> LoopStep | None:
     return LoopStep((seconds - wait) / steps, wait / steps, steps)
 
 
-def loop_compute_seconds(entry: Mapping[str, Any]) -> float | None:
-    """The loop body's compute per batch (`loop_step`); None when too few steps were timed."""
-    step = loop_step(entry)
-    return None if step is None else step.compute_s
-
-
 def main(argv: list[str] | None = None) -> int:
     """`python -m profiling.capture SCRIPT ARGS`: run a script as `python SCRIPT ARGS` would, hooked."""
     argv = sys.argv[1:] if argv is None else argv

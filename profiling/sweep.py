@@ -232,11 +232,6 @@ def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int |
     return int(ok[ok["images_per_sec"] >= (1 - tolerance) * best]["workers"].min())
 
 
-def knee_of_times(seconds: dict[int, float]) -> int | None:
-    """`pick_knee` for a sweep kept as epoch seconds per worker count (the throughput is 1 / seconds)."""
-    return pick_knee(pd.DataFrame({"workers": list(seconds), "images_per_sec": [1 / s for s in seconds.values()]}))
-
-
 def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
     """One row per setting: the median of its successful repeats, else its first failure.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from profiling.capture import (BATCHES_VAR, FEW_STEPS, PATH_VAR, WORKERS_VAR, batches_per_second, loader_for_loop,
-                               loop_compute_seconds, loop_step, read_loaders)
+                               loop_step, read_loaders)
 from profiling.facts import Environment, job_facts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,8 +79,8 @@ def test_times_the_loops_own_step_leaving_out_epoch_starts_and_the_time_between(
     span = loader["last_batch_s"] - loader["first_batch_s"]  # first to last batch, the 0.3 s included
     assert loader["loop_seconds"] <= span - 0.3
     assert 0 <= loader["loop_wait_seconds"] < loader["loop_seconds"]
-    assert loop_compute_seconds(loader) >= 0.02  # a step holds at least its sleep
-    assert loop_compute_seconds({**loader, "loop_steps": FEW_STEPS - 1}) is None
+    assert loop_step(loader).compute_s >= 0.02  # a step holds at least its sleep
+    assert loop_step({**loader, "loop_steps": FEW_STEPS - 1}) is None
 
 
 def test_the_loops_step_is_its_compute_and_wait_per_timed_step():
