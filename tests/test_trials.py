@@ -14,8 +14,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+from profiling.advice import RULES, model_numbers
 from profiling.lprof import load_lprof
+from profiling.records import JobFacts, LoopSummary
+from profiling.render import _loop_lines
 from profiling.report import build_report
 from profiling.trials import Trials, candidates, fewest_within, measured_steps, step_noise
 
@@ -137,3 +141,18 @@ def test_a_gpu_step_that_computes_slower_on_its_held_cpus_than_traced_is_tried_t
     on_all_cpus.status, on_all_cpus.queue = "traced only", []
     on_all_cpus.next_setting()
     assert not on_all_cpus.squeezed
+
+
+def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_traced_part():
+    """There the difference is not tracing's cost, and the report must not call it that."""
+    loop = LoopSummary("cpu_mixup.py", "fit", 48, 128, 128 * 0.0156, 128 * 0.0441, 1)
+    timed = {"steps": 25, "seconds": 25 * 0.0654, "wait_seconds": 25 * 0.0013}
+    numbers = model_numbers(loop, JobFacts(cpus=16, gpus=1, num_workers=2), trials={
+        "status": "tried", "own_workers": 2, "squeezed": True, "traced_batches": 128,
+        "settings": {"2": timed, "6": {"steps": 25, "seconds": 25 * 0.043, "wait_seconds": 0.0}},
+        "traced": {"steps": 127, "seconds": 127 * 0.0597, "wait_seconds": 127 * 0.0156}})
+    lines = "\n".join(_loop_lines(SimpleNamespace(loop=loop, advice=SimpleNamespace(numbers=numbers))))
+    assert "on the 4 CPUs of 2 worker(s); the traced part had all 16" in lines and "tracing made" not in lines
+    reasons = " ".join(rule.text(numbers) for rule in RULES if rule.when(numbers))
+    assert "it needs CPUs" not in reasons and "the step itself needs CPUs" in reasons  # full text, not the brief
+    assert "The loader is the bottleneck" not in reasons and "not the bottleneck" not in reasons
