@@ -32,7 +32,8 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,
-             "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL)}
+             "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL),
+             "starve_pct": round(100 * (1 / FED_SHARE - 1))}
 # Share of the loader workers' time spent opening and reading files (`python -m small_files split`
 # stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
 READS_DOMINATE = 0.5
@@ -234,8 +235,10 @@ RULES: tuple[Rule, ...] = (
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
          "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
          "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within "
-         "{level_pct}% of the median of its points from there up) or passes the {target_rate:.0f} that feed it "
-         "{fed_pct}% of the time. The advice adds {curve_slack}, {num_workers} in all: "
+         "{level_pct}% of the median of its points from there up), passes the {target_rate:.0f} that feed it "
+         "{fed_pct}% of the time, or left the loop asleep for batches under {starve_pct}% of each held step (on a "
+         "busy core the hand-over waits for the CPU, which no worker fixes). The advice adds {curve_slack}, "
+         "{num_workers} in all: "
          "this curve was held for the traced step, which is longer than the real one."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,

@@ -56,7 +56,8 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
                    margin: float = CURVE_MARGIN, fed_share: float = FED_SHARE) -> CurveChoice | None:
     """The fewest workers (<= worker_cap) whose throughput is at least `margin` / compute_s; for a
-    paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, or
+    paced curve (hold_ms > 0), the fewest (0 counted like any k) at least `fed_share` / hold, or whose
+    loop slept for batches under 1 / fed_share - 1 of each held step (k >= 1, measured points), or
     within LEVEL of where the curve settles from k up, once some k comes within LEVEL of that, then
     PACED_SLACK more when that is one or more (within the worker cap: the slack is a rule, not a
     reading of the curve, so it may pass the curve's top point).
@@ -78,11 +79,18 @@ def choose_workers(curve: LoaderCurve, compute_s: float, worker_cap: int,
     if zero is not None and (zero >= target if paced else compute_s > 0 and zero * ZERO_WORKERS * compute_s >= 1):
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
     def fed(k: int, rate: float) -> bool:
-        """Reaches the target, or (once some k comes within LEVEL of it) settles within LEVEL of the curve
-        from k up."""
+        """Reaches the target; or kept the loop waiting (asleep for a batch) under the share of a step
+        that the target allows; or (once some k comes within LEVEL of the target) settles within LEVEL of
+        the curve from k up."""
         above = [p.batches_per_s for p in positive if k <= p.workers <= top]
-        return rate >= target or (best >= (1 - LEVEL) * target and bool(above)
-                                  and rate >= (1 - LEVEL) * statistics.median(above))
+        return rate >= target or waited_share(k) <= 1 / fed_share - 1 or (
+            best >= (1 - LEVEL) * target and bool(above) and rate >= (1 - LEVEL) * statistics.median(above))
+
+    def waited_share(k: int) -> float:
+        """The measured point's sleep for batches per held step (inf where not measured): a slow hand-over on
+        a busy CPU lowers the rate, but only a late batch makes the loop sleep, and only that more workers fix."""
+        point = next((p for p in positive if p.workers == k and p.waited_s is not None and p.batches), None)
+        return math.inf if point is None else point.waited_s / point.batches / (curve.hold_ms / 1e3)
 
     for k, rate in rates.items():
         if paced and fed(k, rate):
@@ -116,8 +124,8 @@ def read_curve(path: Path) -> LoaderCurve:
     """A curve written by `write_curve`; ProfileError (one line, exit 2) for anything else."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        points = tuple(CurvePoint(int(p["workers"]), int(p["batches"]), float(p["seconds"]),
-                                  float(p["batches_per_s"])) for p in data["points"])
+        points = tuple(CurvePoint(int(p["workers"]), int(p["batches"]), float(p["seconds"]), float(p["batches_per_s"]),
+                                  None if p.get("waited_s") is None else float(p["waited_s"])) for p in data["points"])
         curve = LoaderCurve(points, int(data["cpus"]), data.get("batch_size"), bool(data.get("pin_memory")),
                             str(data.get("where", "")), float(data.get("hold_ms") or 0.0))
     except OSError as err:

@@ -91,23 +91,40 @@ def worker_ladder(cpus: int, gpus: int, pin_memory: bool | None = None) -> list[
     return sorted({k for k in LADDER if k <= top} | {top})
 
 
-def hold(seconds: float) -> None:
+def hold(seconds: float) -> float:
     """Keep the main process busy for `seconds` the way a training step does: one core running small
     torch ops, each of which lets go of the GIL while it runs (a Python spin would hold the GIL, and
-    sleeping would free the core; a GPU loop launching kernels does neither)."""
+    sleeping would free the core; a GPU loop launching kernels does neither). Returns the overshoot:
+    on a busy core the process can be off the CPU when the time is up, and comes back late."""
     import torch
 
     end = time.perf_counter() + seconds
     scratch = torch.ones(32, 32)
-    while time.perf_counter() < end:
+    while (now := time.perf_counter()) < end:
         scratch = torch.mm(scratch, scratch).clamp_(-1.0, 1.0)
+    return now - end
+
+
+def asleep_seconds() -> float | None:
+    """Seconds this thread has been alive but neither running nor waiting for a CPU: asleep, which in a
+    loop that only computes and asks for batches means waiting for the loader. Linux's per-thread
+    schedstat gives the time spent waiting for a CPU; None elsewhere."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as stat:
+            ready = int(stat.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.perf_counter() - time.thread_time() - ready
 
 
 def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
                 max_batches: int = MAX_BATCHES, hold_s: float = 0.0) -> CurvePoint | None:
     """Batches per second with `workers` workers in steady state; None when too few batches come.
     With `hold_s`, each batch is held that long before the next is asked for: the rate is then what
-    a loop with that compute per batch would get (at most 1 / hold_s), hand-over costs included.
+    a loop with that compute per batch would get (at most 1 / hold_s), hand-over costs included, and
+    the point records how long the main process slept waiting for batches (`waited_s`): on a busy
+    machine the hand-over also waits for a CPU, which more workers cannot fix, and the sleep tells
+    the two apart. A hold that ends late (the process was off the CPU) is made up on the next one.
 
     Start-up is left out twice over: the first batch (the workers starting), and then the batches
     the workers built while it waited (k x prefetch_factor of them, handed over at once). Timing
@@ -117,14 +134,17 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
     backlog = workers * (spec.prefetch_factor or 2) if workers > 0 else 0
     iterator = iter(spec.build(workers))
     stamps: list[float] = []
+    asleep: list[float | None] = []
+    late = 0.0  # the last hold's overshoot, taken off the next: the batches are held hold_s each on average
     try:
         for _ in iterator:
             stamps.append(time.perf_counter())
+            asleep.append(asleep_seconds() if hold_s > 0 else None)
             timed = len(stamps) - 1 - backlog
             if timed >= max_batches or (timed > 0 and stamps[-1] - stamps[backlog] >= seconds):
                 break
             if hold_s > 0:
-                hold(hold_s)
+                late = hold(max(hold_s - late, 0.0))
     finally:
         shutdown = getattr(iterator, "_shutdown_workers", None)
         if shutdown is not None:
@@ -132,7 +152,11 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
         del iterator
     start = backlog if len(stamps) - 1 - backlog >= 2 else 0
     count, elapsed = len(stamps) - 1 - start, (stamps[-1] - stamps[start]) if stamps else 0.0
-    return CurvePoint(workers, count, round(elapsed, 6), count / elapsed) if count > 0 and elapsed > 0 else None
+    if count <= 0 or elapsed <= 0:
+        return None
+    first, last = (asleep[start], asleep[-1]) if stamps else (None, None)
+    waited = None if first is None or last is None else round(max(last - first, 0.0), 6)
+    return CurvePoint(workers, count, round(elapsed, 6), count / elapsed, waited)
 
 
 def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: float = SECONDS,

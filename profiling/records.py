@@ -147,6 +147,7 @@ class CurvePoint:
     batches: int
     seconds: float
     batches_per_s: float
+    waited_s: float | None = None  # a paced curve: the main process asleep waiting for those batches (Linux)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -23,7 +24,8 @@ from profiling.advice import ESTIMATE_FACTOR, advise
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
 from profiling.curve import CURVE_MARGIN, FED_SHARE, choose_workers, read_curve
 from profiling.facts import Environment
-from profiling.loader_curve import measure_curve, spec_of, worker_ladder, write_outputs
+from profiling import loader_curve
+from profiling.loader_curve import measure_curve, spec_of, time_loader, worker_ladder, write_outputs
 from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
 from profiling.report import build_report
 from profiling.sweep import settings_for
@@ -141,6 +143,45 @@ def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
     assert held.rate(1) <= 50 < alone.rate(1)  # every timed gap holds one 20 ms hold; alone, none does
     assert held.hold_ms == 20.0 and alone.hold_ms == 0.0
     assert read_curve(write_outputs(held, tmp_path / "held.curve.json")[0]) == held
+
+
+
+class SleepyBatches(Dataset):
+    """Items that take wall time but no CPU (a slow disk): a worker is late whatever the CPUs do."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        if i % 4 == 0:  # 60 ms a batch of 4
+            time.sleep(0.06)
+        return torch.zeros(4)
+
+
+def test_a_held_curve_records_how_long_the_loop_slept_for_its_batches():
+    """One worker building a batch in 60 ms, each batch held 10 ms: the main process sleeps about 50 ms
+    a batch, waiting. Timed alone there is no step to compare with, and nothing is recorded."""
+    loader = DataLoader(SleepyBatches(), batch_size=4)
+    held = time_loader(spec_of(loader), 1, seconds=0.6, hold_s=0.01)
+    alone = time_loader(spec_of(loader), 1, seconds=0.3)
+    assert held is not None and held.waited_s is not None and held.waited_s / held.batches > 0.02
+    assert alone is not None and alone.waited_s is None
+
+
+def test_a_hold_that_ends_late_is_made_up_on_the_next(monkeypatch):
+    """A busy core can bring the main process back after its hold is up; the next hold is shorter by as
+    much, so the batches are held hold_s each on average, as the loop held them."""
+    from torch.utils.data import TensorDataset
+
+    asked: list[float] = []
+
+    def late_hold(seconds: float) -> float:
+        asked.append(seconds)
+        return 0.004  # every hold comes back 4 ms late
+
+    monkeypatch.setattr(loader_curve, "hold", late_hold)
+    time_loader(spec_of(DataLoader(TensorDataset(torch.zeros(64, 4)), batch_size=4)), 0, max_batches=5, hold_s=0.01)
+    assert asked[0] == 0.01 and all(s == pytest.approx(0.006) for s in asked[1:]) and len(asked) >= 3
 
 
 def test_run_paces_the_curve_by_the_loops_own_step_by_default(tmp_path):
@@ -301,6 +342,22 @@ def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estim
     advice = advise(_loop(9.0, 2.0), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=8), curve=one_cpu)
     assert advice.numbers.basis == "estimate" and {"curve_too_short", "estimate"} <= set(advice.fired_rules)
     assert advice.num_workers == 6 and "never_keeps_up" not in advice.fired_rules  # ceil(1.5 x 5.5) = 9, capped
+
+
+
+@pytest.mark.parametrize("asleep_ms, basis, workers",
+                         [(None, "estimate", 2), (3.5, "measured", 3), (24.0, "estimate", 2)],
+                         ids=["no sleep recorded", "slept little", "slept long"])
+def test_a_one_cpu_curve_slowed_by_a_busy_core_is_fed_when_the_loop_hardly_slept(asleep_ms, basis, workers):
+    """Lesson 02's sandbox job, on a core shared with 4 busy processes: each batch held 171 ms, one worker
+    gave 5.2 batches/s, under the 5.57 that feed the loop 95% of the time, because the hand-over waited for
+    the CPU. The loop slept 3.5 ms a batch for its batches (2% of a step): the worker kept up, and more
+    workers would not have helped. Asleep 24 ms a batch (load 6), it did not: the estimate, as before."""
+    waited = None if asleep_ms is None else asleep_ms / 1e3 * 7
+    curve = LoaderCurve((CurvePoint(0, 7, 2.02, 3.4), CurvePoint(1, 7, 1.35, 5.2, waited)), 1, 64, False, "", 171.0)
+    advice = advise(_loop(20.0, 171.0), JobFacts(cpus=32, gpus=1, num_workers=1, cores_per_gpu=8), curve=curve)
+    assert (advice.numbers.basis, advice.num_workers) == (basis, workers), advice.reasons
+    assert ("workers_from_paced_curve" in advice.fired_rules) == (basis == "measured")
 
 
 def test_a_curve_can_ask_for_fewer_workers_than_a_compute_bound_run_used():
