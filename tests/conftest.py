@@ -9,11 +9,14 @@ record, so that each test does not reinvent polling.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -182,21 +185,46 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     item.add_marker(pytest.mark.xdist_group(group))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """One user of the two-node cluster at a time, across xdist workers: its tests stop nodes and take the
-    cluster down and up, and lessons 06 and 10 run jobs on it (a file lock, held from setup to teardown)."""
-    if not _uses_two_node_cluster(item):
+@contextlib.contextmanager
+def _machine_share(alone: bool) -> Iterator[None]:
+    """Under xdist, an `alone` test (a lesson: its excerpts are a quiet 2-core laptop's output, and some are
+    measurements) waits for the test on the other worker to finish and keeps the next one from starting;
+    every other test shares the machine. A turnstile in front of the shared lock lets a waiting `alone`
+    test in ahead of the tests that come after it (flock alone would let them starve it)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:  # one process: nothing runs beside the test
         yield
         return
     import fcntl
 
-    with TWO_NODE_LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    stem = Path(tempfile.gettempdir()) / f"dlkit-pytest-{run}"
+    with open(f"{stem}.turnstile", "a") as turnstile, open(f"{stem}.machine", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(machine, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """The machine's share first (`_machine_share`), then one user of the two-node cluster at a time,
+    across xdist workers: its tests stop nodes and take the cluster down and up, and lessons 06 and 10
+    run jobs on it (file locks, held from setup to teardown, always taken in this order)."""
+    import fcntl
+
+    with _machine_share(item.get_closest_marker("alone") is not None), contextlib.ExitStack() as stack:
+        if _uses_two_node_cluster(item):
+            lock = stack.enter_context(TWO_NODE_LOCK.open("a"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            stack.callback(fcntl.flock, lock, fcntl.LOCK_UN)
+        yield
 
 
 @pytest.hookimpl(trylast=True)

@@ -232,6 +232,7 @@ def kit(slurm: object, python_exe: str, repo: Path, tmp_path_factory: pytest.Tem
 
 @pytest.mark.slow
 @pytest.mark.slurm
+@pytest.mark.alone  # the excerpts are a quiet laptop's output, some of them measured: no other test beside it
 @pytest.mark.timeout(1800)  # a guard against a hang only: every block has its own time limit
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_lesson_runs_in_order_in_a_fresh_copy(kit: Path, python_exe: str, path: Path) -> None:
