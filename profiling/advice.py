@@ -114,10 +114,11 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     if steps:
         noise = step_noise(trials)
         chosen = needed = fewest_within(steps, noise=noise)
-        needs_cpus = bool(trials.get("squeezed")) and not above_threshold  # (profiling.trials.held_slower)
-        basis, capped, never, spare, loader_bound = "tried", False, False, False, not needs_cpus
         traced = trials.get("traced") or {}
-        if needs_cpus and traced.get("steps"):
+        # (profiling.trials.held_slower); without the traced part's steps there is no compute to compare
+        needs_cpus = bool(trials.get("squeezed")) and not above_threshold and bool(traced.get("steps"))
+        basis, capped, never, spare, loader_bound = "tried", False, False, False, not needs_cpus
+        if needs_cpus:
             measured.update(step_needs_cpus=True, held_cpus=cpus_for_workers(workers, facts.gpus, facts.pin_memory),
                             traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
         fastest = sorted(steps.items(), key=lambda kt: kt[1])

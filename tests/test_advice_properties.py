@@ -82,23 +82,27 @@ def test_any_numbers_give_sentences_that_agree(numbers):
 @given(wait=ms, compute=ms, own=small, steps=st.dictionaries(small, st.floats(1e-4, 1.0), min_size=1, max_size=8),
        status=st.sampled_from(["tried", "compute-bound", "too short to try worker counts: x", "worker counts not "
                                "tried: an IterableDataset"]), untraced_wait=st.floats(0, 0.5), cpus=st.integers(1, 64),
-       gpus=st.integers(0, 8), curve=st.booleans(), spread=st.floats(0, 0.5), squeezed=st.booleans())
+       gpus=st.integers(0, 8), curve=st.booleans(), spread=st.floats(0, 0.5), squeezed=st.booleans(),
+       traced=st.booleans())
 def test_the_measured_path_gives_sentences_that_agree(wait, compute, own, steps, status, untraced_wait, cpus, gpus,
-                                                      curve, spread, squeezed):
+                                                      curve, spread, squeezed, traced):
     """Any trials record `run` may write (profiling.trials), with or without a fallback curve."""
     loop = LoopSummary("train.py", "train", 57, 100, wait * 0.1, compute * 0.1, 1)
     timed = {str(k): {"steps": 20, "seconds": 20 * t, "wait_seconds": 20 * min(untraced_wait, t),
                       "squares": 20 * t * t * (1 + spread)} for k, t in steps.items()}
     timed.setdefault(str(own), {"steps": 20, "seconds": 20 * 0.01, "wait_seconds": 20 * min(untraced_wait, 0.01)})
     trials = {"status": status, "own_workers": own, "traced_batches": 100, "settings": timed, "squeezed": squeezed,
-              "traced": {"steps": 100, "seconds": 100 * (wait + compute) / 1e3, "wait_seconds": 100 * wait / 1e3},
               "untraced": {"steps": 50, "seconds": 0.5, "wait_seconds": 0.5 * min(untraced_wait, 0.01) / 0.01}}
+    if traced:  # a record from before the traced part was kept has none
+        trials["traced"] = {"steps": 100, "seconds": 100 * (wait + compute) / 1e3, "wait_seconds": 100 * wait / 1e3}
     points = tuple(CurvePoint(k, 100, 1.0, r) for k, r in ((0, 50.0), (1, 120.0), (4, 400.0), (8, 420.0)))
     loader_curve = LoaderCurve(points, cpus, 64, True, hold_ms=2.0) if curve else None
     numbers = model_numbers(loop, JobFacts(cpus=cpus, gpus=gpus, num_workers=own), loader_curve, trials=trials)
     check(numbers)
     assert (numbers.basis == "tried") == (status == "tried")
     assert bool(numbers.fallback) == (status not in ("tried", "compute-bound"))
+    if numbers.basis == "tried":  # the counts were tried because the loader held the loop back, or the step needs CPUs
+        assert numbers.loader_bound != bool(numbers.step_needs_cpus)
 
 
 @settings(max_examples=300, deadline=None)
