@@ -153,6 +153,4 @@ def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm2, python
         log_has(f"resumed from {saved}")
     finally:
         slurm2.run("scancel", job)
-        deadline = time.monotonic() + 60  # gone from the queue before the next user of the cluster comes
-        while slurm2.run("squeue", "-h", "-j", job).stdout.strip() and time.monotonic() < deadline:
-            time.sleep(0.5)
+        slurm2.wait(job, limit=60)  # gone from the queue before the next user of the cluster comes
