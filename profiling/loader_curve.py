@@ -154,7 +154,7 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
     count, elapsed = len(stamps) - 1 - start, (stamps[-1] - stamps[start]) if stamps else 0.0
     if count <= 0 or elapsed <= 0:
         return None
-    first, last = (asleep[start], asleep[-1]) if stamps else (None, None)
+    first, last = asleep[start], asleep[-1]  # count > 0, so there are stamps
     waited = None if first is None or last is None else round(max(last - first, 0.0), 6)
     return CurvePoint(workers, count, round(elapsed, 6), count / elapsed, waited)
 
