@@ -1,4 +1,4 @@
-"""Where does lesson 09's `--decode gpu` path lose the GPU? (docs/small-files.md, issue 36)
+"""Where does lesson 09's (many small files) `--decode gpu` path lose the GPU? (docs/small-files.md, issue 36)
 
 The lesson's ResNet-18 step, fed by GpuBatches from batches already packed in memory (no workers,
 no disk), so that only the GPU side is measured: nvJPEG, the crop, the helper thread and the step.
