@@ -73,8 +73,29 @@ def pinned(batches: list[gpu_batch.Packed]) -> list[gpu_batch.Packed]:
                   for t in q) for q in batches]
 
 
+SIMPLE_RUNS = ("step", "decode", "prepare")
+PIPELINE_OPTIONS = ("share", "pin", "ahead")  # nvJPEG's share of each batch, pinned batches, batches made ahead
+
+
 def options(variant: str) -> dict[str, str]:
-    return dict(kv.split("=") for kv in variant.split(":")[1:])
+    return dict(kv.split("=", 1) for kv in variant.split(":")[1:])
+
+
+def run_list(text: str) -> list[str]:
+    """--runs: step, decode, prepare, and pipeline[:share=F][:pin=0|1][:ahead=N], comma-separated."""
+    runs = text.split(",")
+    for run in runs:
+        if run in SIMPLE_RUNS:
+            continue
+        try:
+            opts = options(run) if run.split(":")[0] == "pipeline" else None
+            if opts is None or not set(opts) <= set(PIPELINE_OPTIONS):
+                raise ValueError
+            float(opts.get("share", 1)), int(opts.get("pin", 0)), int(opts.get("ahead", 2))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"unknown run {run!r}: expected step, decode, prepare or "
+                                             "pipeline[:share=F][:pin=0|1][:ahead=N]") from None
+    return runs
 
 
 def timed(name: str, steps: int, size: int, work, **extra) -> dict:
@@ -95,12 +116,15 @@ def main() -> None:
     p.add_argument("--batches", type=int, default=40, help="distinct packed batches, cycled")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--runs", default="step,decode,prepare,pipeline")
+    p.add_argument("--runs", type=run_list, default="step,decode,prepare,pipeline",
+                   help="comma-separated: step, decode, prepare, pipeline[:share=F][:pin=0|1][:ahead=N]")
     p.add_argument("--out", default=None)
     p.add_argument("--trace", default=None, help="also write torch.profiler's table of 30 pipeline steps here")
     args = p.parse_args()
+    if not torch.cuda.is_available():
+        p.exit(2, "gpu_decode_pipeline: needs a CUDA GPU (none found)\n")
     faulthandler.dump_traceback_later(170, exit=True)  # a hang shows where, inside a device call's limit
-    runs = args.runs.split(",")
+    runs = args.runs
     shares = {1.0} | {float(options(r).get("share", 1.0)) for r in runs if r.startswith("pipeline")}
     made = packed_batches(args.batches, args.batch_size, shares)
     device = torch.device("cuda")
