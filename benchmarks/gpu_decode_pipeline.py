@@ -98,6 +98,12 @@ def run_list(text: str) -> list[str]:
     return runs
 
 
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def timed(name: str, steps: int, size: int, work, **extra) -> dict:
     torch.cuda.synchronize()
     with Busy() as busy:
@@ -113,9 +119,9 @@ def timed(name: str, steps: int, size: int, work, **extra) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--batches", type=int, default=40, help="distinct packed batches, cycled")
-    p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--batches", type=positive, default=40, help="distinct packed batches, cycled")
+    p.add_argument("--batch-size", type=positive, default=256)
+    p.add_argument("--steps", type=positive, default=150)
     p.add_argument("--runs", type=run_list, default="step,decode,prepare,pipeline",
                    help="comma-separated: step, decode, prepare, pipeline[:share=F][:pin=0|1][:ahead=N]")
     p.add_argument("--out", default=None)
@@ -140,8 +146,8 @@ def main() -> None:
         step(x, y)
     rows, n, size = [], args.steps, args.batch_size
 
-    def cycle(k: int):
-        return list(itertools.islice(itertools.cycle(packed), k))
+    def cycle(k: int, batches: list[gpu_batch.Packed] = packed) -> list[gpu_batch.Packed]:
+        return list(itertools.islice(itertools.cycle(batches), k))
 
     if "step" in runs:
         rows.append(timed("step alone", n, size, lambda: [step(x, y) for _ in range(n)]))
@@ -156,7 +162,7 @@ def main() -> None:
         share, pin = float(opts.pop("share", 1.0)), bool(int(opts.pop("pin", 0)))
         if pin and share not in pins:
             pins[share] = pinned(made[share])
-        source = list(itertools.islice(itertools.cycle(pins[share] if pin else made[share]), n))
+        source = cycle(n, pins[share] if pin else made[share])
         feed = gpu_batch.GpuBatches(source, device, 128, seed=0, memory_format=torch.channels_last,
                                     **{k: int(v) for k, v in opts.items()})
 
