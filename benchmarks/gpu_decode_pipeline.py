@@ -26,7 +26,10 @@ from small_files.train import resnet18
 
 
 class Busy:
-    """Mean NVML utilisation of GPU 0 while the block runs, sampled every `every` seconds."""
+    """Mean NVML utilisation of GPU 0 while the block runs, sampled every `every` seconds.
+
+    Not profiling.sampling.Sampler: it also walks /proc for the CPU use of the process tree at each
+    sample, in this process, beside the helper thread whose speed is being measured."""
 
     def __init__(self, every: float = 0.01) -> None:
         import pynvml
