@@ -3,7 +3,7 @@
 The checker is a pipeline of stages: `script` (sbatch text -> JobScript), `resources`
 (JobScript -> the numbers it asks for), `launch` (its commands -> the Python it starts, with the
 counts `shell_vars` reads from the script's variables), `follow` (reads those scripts with
-profiling.script_reader: processes and loader workers), `measured` (a memory need from a kit
+jobs.workers_reader: processes and loader workers), `measured` (a memory need from a kit
 profile or sacct), `rules` (a table of conditions -> findings); `cli` prints them. `facts` holds
 the plain data the later stages hand on (`Started`, `Need`), below them all, so every import
 points down the pipeline. `site` reads jobs/site.env for submission, `gather` turns a sweep

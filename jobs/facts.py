@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.launch import Launch
-from profiling.script_reader import Workers
+from jobs.workers_reader import Workers
 
 
 @dataclass(frozen=True)

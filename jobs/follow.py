@@ -3,7 +3,7 @@
 The checker's file-system stage, between describe (numbers from the #SBATCH lines) and the rules.
 Each Python launch becomes a `Started`: how many processes it puts on a node (srun's tasks times
 torchrun's --nproc-per-node), how many CPUs those processes share, and the DataLoader workers read
-from the script's source by `profiling.script_reader` (never by importing or running it), given the
+from the script's source by `jobs.workers_reader` (never by importing or running it), given the
 Slurm CPU variables the process really sees (SLURM_CPUS_PER_TASK only where --cpus-per-task is
 asked for). A worker count written on the job's command line (`--num-workers 4`) is used when the
 script's own text does not settle it. Where a number cannot be known it stays None, and the rules
@@ -21,7 +21,7 @@ from jobs.facts import Started
 from jobs.launch import Launch, find_launches
 from jobs.resources import Resources
 from jobs.script import JobScript
-from profiling.script_reader import Workers, read_script
+from jobs.workers_reader import Workers, read_script
 
 _WORKER_FLAGS = ("--num-workers", "--num_workers")
 KIT_ROOT = Path(__file__).resolve().parents[1]

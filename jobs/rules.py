@@ -21,7 +21,7 @@ from jobs.measured import profile_need, sacct_need
 from jobs.resources import Resources, describe, memory_mb, valid_time
 from jobs.script import JobScript
 from profiling.cpu_rule import main_process_cpus
-from profiling.script_reader import Workers
+from jobs.workers_reader import Workers
 
 Level = Literal["error", "warning", "note"]
 Numbers = dict[str, object]

@@ -5,6 +5,7 @@ the value of a flag, whether a flag is there, an on/off switch, and the argument
 """
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,6 +47,24 @@ def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
         elif not any(arg.startswith(f + "=") for f in flags):
             out.append(arg)
     return out
+
+
+def declared_default(script: Path, flag: str) -> object | None:
+    """The literal `default=` of `add_argument(flag, ...)` in the script's source, if any.
+
+    Read with the AST, never by importing: importing a training script would start training
+    (or at least import torch) in the caller's process.
+    """
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for call in ast.walk(tree):
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"
+                and any(isinstance(a, ast.Constant) and a.value == flag for a in call.args)):
+            default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)
+            return default.value if isinstance(default, ast.Constant) else None
+    return None
 
 
 def script_problem(script: str) -> str | None:

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from profiling import capture
-from profiling.argv import flag_value, output_stem, script_problem
+from profiling.argv import declared_default, flag_value, output_stem, script_problem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
 from profiling.precheck import unreachable_loop
@@ -31,7 +31,6 @@ from profiling.records import ProfileError
 from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
 from profiling.trials import SEGMENT_VAR, TRACE_VAR, TRY_VAR
-from profiling.script_reader import declared_default
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",

@@ -1,4 +1,4 @@
-"""profiling/script_reader.py: a script's DataLoader workers read from its text, never run.
+"""jobs/workers_reader.py: a script's DataLoader workers read from its text, never run.
 
 Each case is a small script in one of the shapes people write, with the number the reader must
 find (None: it must not guess) and a fragment of how it says it found it.
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from profiling.script_reader import read_script, read_workers
+from jobs.workers_reader import read_script, read_workers
 
 HEAD = "import os\nfrom torch.utils.data import DataLoader\n"
 

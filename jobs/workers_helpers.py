@@ -1,7 +1,7 @@
 """The script's own helper functions, for the worker reader: what a helper returns, and on which path.
 
 `def loader_workers(): return int(os.environ["SLURM_CPUS_PER_TASK"]) - 1` is the commonest way a
-training script sizes its DataLoader, so profiling/script_reader.py follows a call one level into
+training script sizes its DataLoader, so jobs/workers_reader.py follows a call one level into
 such a function, in the same file or a module beside the script. A helper often has a fallback
 for when the Slurm variable is unset (`except KeyError: return os.cpu_count()`, or
 `if "SLURM_CPUS_PER_TASK" in os.environ: ...`); each `return` is marked with the variable whose
@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from profiling.script_index import ScriptIndex
+from jobs.workers_index import ScriptIndex
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 CPU_VARIABLES = frozenset({"SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"})

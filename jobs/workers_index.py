@@ -1,4 +1,4 @@
-"""One pass over a script's AST: what the worker reader (profiling/script_reader.py) looks things up in.
+"""One pass over a script's AST: what the worker reader (jobs/workers_reader.py) looks things up in.
 
 It records, per function scope, every assignment to a name, every way a dict gets a
 `num_workers` key (a literal, `d["num_workers"] = v`, `d.update(...)`), the argparse flags by

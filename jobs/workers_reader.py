@@ -1,8 +1,8 @@
 """Read a training script's DataLoader workers from its source, never by importing or running it.
 
-Why static: the job checker runs before `sbatch` on a login node, and the profiler's pre-run
-check must take under a second. Importing a training script would import torch and may start
-training. So the script is parsed with `ast` and only the shapes people write are followed:
+Why static: the job checker runs before `sbatch` on a login node, in well under a second. Importing
+a training script would import torch and may start training. So the script is parsed with `ast`
+and only the shapes people write are followed:
 
     DataLoader(ds, num_workers=4)                            a literal
     kwargs = {"num_workers": 1, ...}; DataLoader(ds, **kwargs)   a kwargs dict (also .update, dict(...))
@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jobs.workers_helpers import AFFINITY, CPU_VARIABLES, Function, definitions, returns
+from jobs.workers_index import ScriptIndex, mentions_cuda
 from profiling.argv import flag_value
-from profiling.script_functions import AFFINITY, CPU_VARIABLES, Function, definitions, returns
-from profiling.script_index import ScriptIndex, mentions_cuda
 
 # A command-line value that is the task's CPUs: $SLURM_CPUS_PER_TASK, ${...}, $((SLURM_CPUS_PER_TASK - 1)).
 _SHELL_CPUS = re.compile(r"^\$(?:\{SLURM_CPUS_PER_TASK\}|SLURM_CPUS_PER_TASK|\(\(\s*\$?SLURM_CPUS_PER_TASK\s*"
@@ -331,25 +331,6 @@ def loader_workers(index: ScriptIndex, evaluator: _Evaluator) -> Workers | None:
 
 def _is_local_dict(index: ScriptIndex, scope: str, name: str) -> bool:
     return any(index.lookup(table, scope, name) for table in (index.assigned, index.keys, index.merged))
-
-
-def declared_default(script: Path, flag: str) -> object | None:
-    """The literal `default=` of `add_argument(flag, ...)` in the script's source, if any.
-
-    Read with the AST, never by importing: importing a training script would start training
-    (or at least import torch) in the caller's process.
-    """
-    try:
-        tree = ast.parse(script.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return None
-    index = ScriptIndex()
-    index.visit(tree)
-    for call in index.flags.values():
-        if any(isinstance(a, ast.Constant) and a.value == flag for a in call.args):
-            default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)
-            return default.value if isinstance(default, ast.Constant) else None
-    return None
 
 
 def read_workers(source: str, name: str, argv: list[str] | None = None, cpus: int | None = None,
