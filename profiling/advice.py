@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_for_workers,  # noqa: F401
                                 main_process_cpus)
-from profiling.curve import CURVE_MARGIN, FED_SHARE, LEVEL, choose_workers
+from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
 
@@ -30,8 +30,8 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 # not starvation, and counting it as such would ask for more workers after every re-profile.
 # Measured on an H100: 0.20-0.42 ms median with pinned memory (docs/results/advice-v2-history.md).
 HANDOFF_MS = 0.5
-CURVE_COMMAND = "python -m profiling loader -- SCRIPT ARGS"  # named by an estimate
-CONSTANTS = {"handoff_ms": HANDOFF_MS, "margin": CURVE_MARGIN, "factor": ESTIMATE_FACTOR,
+CURVE_COMMAND = "python -m profiling run -- SCRIPT ARGS"  # named by an estimate: it measures in the loop
+CONSTANTS = {"handoff_ms": HANDOFF_MS, "factor": ESTIMATE_FACTOR,
              "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL),
              "starve_pct": round(100 * (1 / FED_SHARE - 1))}
 # Share of the loader workers' time spent opening and reading files (`python -m small_files split`
@@ -104,8 +104,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
     measured: dict = {}
-    choice = choose_workers(curve, compute, worker_cap) if curve is not None and compute > 0 else None
-    short = curve is not None and compute > 0 and choice is None
+    choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 else None
+    short = curve is not None and curve.hold_ms > 0 and compute > 0 and choice is None
     if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)
                                or not above_threshold and choice.never_keeps_up):
         choice = None  # a loop that did not wait is never told to add workers, nor that the loader holds it back
@@ -213,27 +213,15 @@ RULES: tuple[Rule, ...] = (
          "one slow batch stalls the loop."),
     Rule("estimate", "advice", lambda n: n.basis == "estimate",
          "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the "
-         "average need) and {estimate_high}. Measure the loader for a firm number (a few seconds per "
-         "setting, no GPU needed): {curve_command}; or profile with `python -m profiling run -- SCRIPT ARGS`, "
-         "whose curve is held for the loop's own step (the better rule on the stored GPU runs)."),
+         "average need) and {estimate_high}. For a measured number, profile with {curve_command}: it times "
+         "your loop untraced while worker counts take turns in it."),
     Rule("curve_too_short", "advice", lambda n: n.curve_short,
          "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does "
          "not reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that "
          "{cpu_ceiling} CPU(s) hold are needed; the advice falls back to the estimate. Measure the curve in a "
          "job with the CPUs you mean to ask for."),
-    Rule("workers_from_curve", "advice",
-         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1
-         and not n.curve_hold_ms,
-         "Measured: the loop consumes a batch every {compute_ms:.2f} ms ({compute_rate:.0f} batches/s). "
-         "Timed alone on {cpus} CPU(s), the loader delivers {chosen_rate:.0f} batches/s with {num_workers} "
-         "worker(s), the fewest workers that reach {margin} times the loop's rate ({target_rate:.0f} batches/s). "
-         "(With none, the main process would build each batch in turn with the step, not beside it.) "
-         "The margin stands in for what handing batches to a busy loop costs; to measure that instead, profile "
-         "with `python -m profiling run -- SCRIPT ARGS` without `--alone` (paced: the loader timed with each batch "
-         "held for the loop's own step), or `python -m profiling loader --hold-ms {compute_ms:.2f} -- SCRIPT ARGS`."),
     Rule("workers_from_paced_curve", "advice",
-         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1
-         and n.curve_hold_ms > 0,
+         lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
          "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
          "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within "
@@ -244,19 +232,13 @@ RULES: tuple[Rule, ...] = (
          "this curve was held for the traced step, which is longer than the real one."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,
-         "Measured: the main process builds a batch in under 5% of a {compute_ms:.2f} ms step, so "
-         "num_workers=0 keeps up and saves the workers' CPUs."),
+         "Measured: with each batch held {curve_hold_ms:g} ms, as your loop holds it, the main process alone "
+         "(num_workers=0) kept the loop fed, so no workers are needed and their CPUs are saved."),
     Rule("capped_by_cpus", "advice", lambda n: n.capped and (n.loader_bound or n.basis == "measured"),
          "Keeping up needs more workers than {cpu_ceiling} CPU(s) can run beside the main process, so "
          "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
          "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
-    Rule("never_keeps_up", "advice", lambda n: n.never_keeps_up and not n.curve_hold_ms,
-         "The loader cannot keep up at any number of workers: timed alone, it levels off at "
-         "{curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the {target_rate:.0f} "
-         "batches/s it should deliver ({margin} times the {compute_rate:.0f} the loop consumes), so more than "
-         "{num_workers} workers only take CPUs. Make batches cheaper to build (lighter transforms, one file "
-         "per many samples instead of many small files) or keep the data on the GPU."),
-    Rule("never_feeds_held_loop", "advice", lambda n: n.never_keeps_up and n.curve_hold_ms > 0,
+    Rule("never_feeds_held_loop", "advice", lambda n: n.never_keeps_up,
          "The loader cannot keep the loop fed at any number of workers: with each batch held {curve_hold_ms:g} ms, "
          "it levels off at {curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the "
          "{target_rate:.0f} batches/s that keep such a loop fed {fed_pct}% of the time, so more than {num_workers} "
@@ -326,13 +308,10 @@ BRIEF: dict[str, str] = {
                                  "every {compute_ms:.2f} ms.",
     "estimate": "This is an ESTIMATE from the profile alone: {curve_command} measures it.",
     "curve_too_short": "The loader curve did not reach the loop's pace on {curve_cpus} CPU(s): estimated instead.",
-    "workers_from_curve": "Timed alone, {num_workers} worker(s) deliver {chosen_rate:.0f} batches/s, "
-                          "{margin} times what the loop takes.",
     "workers_from_paced_curve": "Timed with each batch held {curve_hold_ms:.1f} ms (the traced step), the loader "
                                 "keeps up from {curve_fed_workers} worker(s).",
-    "no_workers_needed": "The main process builds a batch in under 5% of a step: no workers needed.",
+    "no_workers_needed": "The main process alone kept the held loop fed: no workers needed.",
     "capped_by_cpus": "Keeping up needs more workers than {cpu_ceiling} CPU(s) hold: the loader stays the bottleneck.",
-    "never_keeps_up": "No number of workers keeps up: make batches cheaper to build.",
     "never_feeds_held_loop": "No number of workers keeps the loop fed: make batches cheaper to build.",
     "handoff_only": "The {wait_ms:.2f} ms left is the hand-over of a finished batch, which workers do not remove.",
     "compute_bound": "The loader is not the bottleneck: the loop waited {wait_pct:.1f}% of a step for data.",
@@ -345,7 +324,6 @@ BRIEF: dict[str, str] = {
 # generic messages, because `run` profiles any script and only mnist_classify.py has these flags.
 LESSON_SCRIPT_HINTS: dict[str, str] = {
     "capped_by_cpus": "(mnist_classify.py: --gpu-resident keeps the data on the GPU.)",
-    "never_keeps_up": "(mnist_classify.py: --gpu-resident.)",
     "never_feeds_held_loop": "(mnist_classify.py: --gpu-resident.)",
     "compute_bound": "(mnist_classify.py: --batch-size, --amp, --gpu-resident.)",
     "pin_memory": "(mnist_classify.py: on by default with CUDA, off with --no-pin-memory.)",

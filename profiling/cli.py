@@ -42,13 +42,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-def _non_negative_float(text: str) -> float:
+def _positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 
@@ -104,13 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "also at most an epoch's share, so that one round of counts fits in an epoch)")
     run.add_argument("--curve-seconds", type=float, default=2.0,
                      help="when the run was too short to try worker counts, time its DataLoader at exit for "
-                          "this many seconds per setting (the fallback loader curve); 0 = skip")
-    pacing = run.add_mutually_exclusive_group()
-    pacing.add_argument("--paced", dest="paced", action="store_true", default=True,
-                        help="(the default) the fallback curve holds each batch for the loop's own step")
-    pacing.add_argument("--alone", dest="paced", action="store_false",
-                        help="the fallback curve times the DataLoader alone (advice v2's margin rule; "
-                             "docs/results/advice-v2-history.md)")
+                          "this many seconds per setting, each batch held for the loop's own step (the fallback "
+                          "loader curve); 0 = skip")
     run.add_argument("--module", action="append", default=[], metavar="NAME",
                      help="also profile this module of your own (import name or path), for a training loop "
                           "that lives outside the script; repeat for more")
@@ -130,18 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output-dir", type=Path, default=None,
                         help="also write every report file (text, md, json, csv, html, plots) here")
     report.add_argument("--curve", type=Path, default=None,
-                        help="a loader curve from `loader` (default: <stem>.curve.json beside the profile); "
-                             "without one the advice is an estimate")
+                        help="a loader curve from `loader --hold-ms` (default: <stem>.curve.json beside the "
+                             "profile); without one the advice is an estimate")
     _add_job_flags(report)
 
-    loader = verbs.add_parser("loader", help="time the script's DataLoader alone at 0, 1, 2, 4, ... workers "
-                              "(the loader curve), without training")
+    loader = verbs.add_parser("loader", help="time the script's DataLoader at 0, 1, 2, 4, ... workers, each "
+                              "batch held as the loop would hold it (the loader curve), without training")
     loader.add_argument("--output-dir", type=Path, default=Path("."), help="where <stem>.curve.json/.png go")
     loader.add_argument("--seconds", type=float, default=2.0, help="seconds per num_workers setting")
-    loader.add_argument("--hold-ms", type=_non_negative_float, default=0.0,
-                        help="hold each batch this many ms before asking for the next, as a loop with that compute "
-                             "per batch would (a paced curve: it shows the rate such a loop gets, at most "
-                             "1000 / HOLD_MS batches/s); 0 takes each batch at once")
+    loader.add_argument("--hold-ms", type=_positive_float, required=True,
+                        help="hold each batch this many ms before asking for the next, as your loop does: its "
+                             "compute per batch (a report's 'untraced step' or 'compute per batch'); the curve "
+                             "then shows the rate such a loop gets, at most 1000 / HOLD_MS batches/s")
     loader.add_argument("--batches", type=_non_negative_int, default=3,
                         help="stop the script after its loader gave this many batches, then measure")
     loader.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",

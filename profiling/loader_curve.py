@@ -4,17 +4,17 @@ Why measure: the profile sees only the main process, so without a curve the work
 inferred from how long the loop waited, and the inference needs a fudge factor that a new machine
 breaks. Timing the real loader (same dataset, sampler, collate function, batch size, pin_memory)
 with k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds and no GPU, and gives what the workers can
-deliver: batches per second against k. `profiling.curve.choose_workers` turns it into advice.
-With a hold (DLPROF_CURVE_HOLD_MS, `profiling loader --hold-ms`) each batch is held for the loop's
-compute before the next is asked for: the paced curve, with the hand-over in the measurement.
+deliver: batches per second against k. Each batch is held for the loop's compute before the next is
+asked for (a paced curve), so the hand-over to a busy loop is in the measurement, and
+`profiling.curve.choose_workers` turns it into advice.
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
-  * `profiling run` sets DLPROF_CURVE: the loader is measured when the profiled script exits
-    (after kernprof has its numbers, so the measurement never shows in the profile); by default
-    (`--paced`) it holds each batch for the loop's own compute per batch, which the capture hook
-    timed in the run, and `run --alone` takes each batch at once;
-  * `profiling loader -- SCRIPT ARGS` (this module's `main`) runs the script only until its first
-    loader has given a few batches, then measures it: the curve without training.
+  * `profiling run` sets DLPROF_CURVE when the run was too short to try worker counts in its own loop:
+    the loader is measured when the profiled script exits (after kernprof has its numbers, so the
+    measurement never shows in the profile), each batch held for the loop's own compute per batch,
+    which the capture hook timed in the run;
+  * `profiling loader --hold-ms MS -- SCRIPT ARGS` (this module's `main`) runs the script only until its
+    first loader has given a few batches, then measures it: the curve without training.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from profiling.records import CurvePoint, LoaderCurve, curve_timing
 CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot goes beside it
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
 HOLD_VAR = "DLPROF_CURVE_HOLD_MS"  # hold each batch this long, as the training loop would (a paced curve)
-HOLD_LOOP = "loop"  # ... HOLD_VAR's value for: as long as the loop's own compute per batch (`run --paced`)
+HOLD_LOOP = "loop"  # ... HOLD_VAR's value for: as long as the loop's own compute per batch (`run`)
 SECONDS = 2.0        # per setting, after the first batch (worker start-up is left out)
 MAX_BATCHES = 1000   # per setting: a fast loader need not run its whole budget
 LADDER = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # about x1.5 apart
@@ -197,21 +197,10 @@ def visible_gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def write_outputs(curve: LoaderCurve, path: Path) -> list[Path]:
-    """The curve's JSON at `path` and its plot beside it (`.png`); the plot is skipped without matplotlib."""
-    written = [write_curve(curve, path)]
-    try:
-        from profiling.plots import plot_curve
-    except ImportError:
-        return written
-    written.append(plot_curve(curve, path.with_suffix(".png")))
-    return written
-
-
 class _CurveHook:
     """Keeps the spec of each loader capture records, and measures the busiest one at exit."""
 
-    def __init__(self, path: Path, seconds: float, hold_ms: float | str = 0.0) -> None:
+    def __init__(self, path: Path, seconds: float, hold_ms: float | str) -> None:
         self.path, self.seconds = path, seconds
         self.paced_by_loop = hold_ms == HOLD_LOOP
         self.hold_ms = 0.0 if self.paced_by_loop else float(hold_ms)
@@ -235,12 +224,12 @@ class _CurveHook:
 
     @staticmethod
     def loop_hold_ms(entry: Mapping[str, Any]) -> float:
-        """The loop's own compute per batch, in ms, to hold each batch for; 0 (timed alone, said) when
-        the loop ran too few steps for the hook to time it."""
+        """The loop's own compute per batch, in ms, to hold each batch for; 0 (no curve, said) when the
+        loop ran too few steps for the hook to time it."""
         step = capture.loop_step(entry)
         if step is None:
             print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
-                  "the curve by; it is timed alone", file=sys.stderr)
+                  "the curve by; no curve measured", file=sys.stderr)
             return 0.0
         print(f"loader curve: the loop computed for {1e3 * step.compute_s:.2f} ms per batch ({step.steps} steps "
               "timed): each batch is held that long", file=sys.stderr)
@@ -266,6 +255,8 @@ class _CurveHook:
                                                         pair[0].get("batches") or 0))
         if self.paced_by_loop:
             self.hold_ms = self.loop_hold_ms(entry)
+        if self.hold_ms <= 0:
+            return
         gpus = visible_gpus()
         cpus = job_cpus()
         print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
@@ -279,8 +270,7 @@ class _CurveHook:
         try:
             curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds, gpus=gpus,
                                   hold_s=self.hold_ms / 1e3)
-            for written in write_outputs(curve, self.path):
-                print(f"loader curve: wrote {written}", file=sys.stderr)
+            print(f"loader curve: wrote {write_curve(curve, self.path)}", file=sys.stderr)
         except Exception as err:  # the script's run is done; a failed extra measurement must not hide it
             print(f"loader curve: not measured: {type(err).__name__}: {err}", file=sys.stderr)
         finally:
@@ -294,7 +284,7 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
     if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
         return False
     _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS),
-               environ.get(HOLD_VAR) or 0.0).install()
+               environ.get(HOLD_VAR) or HOLD_LOOP).install()
     return True
 
 
@@ -310,9 +300,9 @@ if __name__ == "__main__":
 
 
 def loader_command(args: Any) -> int:
-    """`profiling loader -- SCRIPT ARGS`: the script runs until its loader gave a few batches, then the
-    loader is timed at each k, alone or (--hold-ms) paced by a held loop; writes `<stem>.curve.json` and
-    `.png` into --output-dir."""
+    """`profiling loader --hold-ms MS -- SCRIPT ARGS`: the script runs until its loader gave a few batches,
+    then the loader is timed at each k, each batch held MS; writes `<stem>.curve.json` and `.png` into
+    --output-dir."""
     import json
     import subprocess
     import tempfile
@@ -330,13 +320,16 @@ def loader_command(args: Any) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, capture.PATH_VAR: str(Path(scratch) / "loaders.json"), CURVE_VAR: str(curve),
                SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches),
-               HOLD_VAR: str(getattr(args, "hold_ms", 0.0))}
+               HOLD_VAR: str(args.hold_ms)}
         code = subprocess.run([sys.executable, "-m", "profiling.loader_curve", *args.command], env=env).returncode
     if not curve.is_file():
         print(f"profiling loader: no curve measured (the script exited with code {code} before a DataLoader "
               "gave a batch?)", file=sys.stderr)
         return code or 1
     measured = read_curve(curve)
+    from profiling.plots import plot_curve
+
+    plot_curve(measured, curve.with_suffix(".png"))
     print(json.dumps({"where": measured.where, "cpus": measured.cpus, "hold_ms": measured.hold_ms,
                       "batches_per_s": {p.workers: round(p.batches_per_s, 1) for p in measured.points}}))
     print(f"wrote {curve} and {curve.with_suffix('.png')}; the report of a profile with the same stem in this "

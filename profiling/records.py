@@ -113,7 +113,7 @@ class AdviceNumbers:
     basis: str = "none"                 # "tried" (in the run), "measured" (loader curve), "estimate", "kept", "none"
     estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
     compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
-    target_rate: float | None = None    # what the workers must deliver: compute_rate x margin, or FED_SHARE / hold
+    target_rate: float | None = None    # what the workers must deliver: FED_SHARE / hold
     chosen_rate: float | None = None    # the curve's batches/s at the advised workers
     curve_best_rate: float | None = None     # the curve's highest batches/s within the CPUs
     curve_best_workers: int | None = None    # ... and the fewest workers within 5 % of it
@@ -122,7 +122,7 @@ class AdviceNumbers:
     curve_short: bool = False           # a curve measured on fewer CPUs, still short of the target: estimate
     curve_cpus: int | None = None       # the CPUs the curve was measured on
     curve_command: str | None = None    # the command that measures the curve (named by an estimate)
-    curve_hold_ms: float = 0.0          # > 0: a paced curve, each batch held this long (no margin added)
+    curve_hold_ms: float = 0.0          # the curve's hold: each batch held this long, as the loop would
     curve_fed_workers: int | None = None  # a paced curve: the fewest workers that kept the held loop fed
     curve_fed_rate: float | None = None  # ... and the batches/s they gave the held loop
     curve_slack: int | None = None      # ... and how many the advice adds to them (PACED_SLACK, or fewer at the cap)

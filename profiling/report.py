@@ -110,6 +110,9 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     curve = None
     if curve_path is not None or sibling(lprof_path, CURVE_SUFFIX).is_file():
         curve = read_curve(Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX))
+    if curve is not None and curve.hold_ms <= 0:
+        notes.append("the loader curve was timed alone (each batch taken at once): shown, not advised from; "
+                     "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     script = profiled_script(meta)
     if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
         facts = replace(facts, workers_flag=worker_flag(script), kit_script=KIT_ROOT in script.parents
@@ -127,7 +130,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts, curve=curve, trials=read_trials(record)), notes=notes, meta=meta,
+                  advice=advise(loop, facts, curve=curve if curve and curve.hold_ms > 0 else None,
+                                trials=read_trials(record)), notes=notes, meta=meta,
                   samples=samples, loop=loop,
                   curve=curve)
 

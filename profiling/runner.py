@@ -100,8 +100,8 @@ def _now() -> str:
 
 def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
                  num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
-                 trace_batches: int = 500, try_workers: str = "auto", segment_seconds: float = 2.0,
-                 paced: bool = True) -> tuple[int, dict, "Sampler | None", Environment]:
+                 trace_batches: int = 500, try_workers: str = "auto",
+                 segment_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None", Environment]:
     """Run the script under kernprof; return (exit code, metadata, sampler or None, the machine's facts).
     Tracing stops after `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
     (profiling.trials); a run too short for that gets the paced loader curve at exit (profiling.loader_curve)."""
@@ -110,8 +110,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     stem = output_stem(script)
     lprof = out_dir / f"{stem}.lprof"
     loaders = out_dir / f"{stem}.loaders.json"
-    curve = out_dir / f"{stem}.curve.json"  # the loader timed at exit, alone or paced (profiling.loader_curve)
-    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve, curve.with_suffix(".png")):
+    curve = out_dir / f"{stem}.curve.json"  # the loader timed at exit, paced (profiling.loader_curve)
+    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve):
         # never report a previous run's results
         stale.unlink(missing_ok=True)
     meta: dict = {"stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
@@ -121,9 +121,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     if trace_batches > 0:
         child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
     if curve_seconds > 0:
-        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds)})
-        if paced:
-            child_env[HOLD_VAR] = HOLD_LOOP
+        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds), HOLD_VAR: HOLD_LOOP})
     meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
     meta["start_time"] = _now()
     started = datetime.now(timezone.utc)
@@ -218,7 +216,7 @@ def run_command(args: argparse.Namespace) -> int:
                                        getattr(args, "sample_interval", 1.0), args.num_workers,
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
                                        getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
-                                       getattr(args, "segment_seconds", 2.0), getattr(args, "paced", True))
+                                       getattr(args, "segment_seconds", 2.0))
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)
@@ -228,8 +226,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"dlkit-prof run: kernprof wrote no profile ({lprof}); nothing to report", file=sys.stderr)
         return code if code != 0 else 1
     written = [lprof, out_dir / f"{stem}.meta.json"]
-    written += [p for p in (out_dir / f"{stem}.loaders.json", out_dir / f"{stem}.curve.json",
-                            out_dir / f"{stem}.curve.png") if p.is_file()]
+    written += [p for p in (out_dir / f"{stem}.loaders.json", out_dir / f"{stem}.curve.json") if p.is_file()]
     if sampler is not None:  # beside the .lprof, where build_report (and a later `report`) finds it
         written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
     try:

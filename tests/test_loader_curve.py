@@ -22,10 +22,11 @@ from jobs.submit import with_workers
 from lprof_fixtures import TRAIN_SOURCE, train_timings, write_lprof
 from profiling.advice import ESTIMATE_FACTOR, advise
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus, workers_for_cpus
-from profiling.curve import CURVE_MARGIN, FED_SHARE, choose_workers, read_curve
+from profiling.curve import FED_SHARE, read_curve, write_curve
 from profiling.facts import Environment
 from profiling import loader_curve
-from profiling.loader_curve import measure_curve, spec_of, time_loader, worker_ladder, write_outputs
+from profiling.loader_curve import measure_curve, spec_of, time_loader, worker_ladder
+from profiling.plots import plot_curve
 from profiling.records import CurvePoint, JobFacts, LoaderCurve, LoopSummary, ProfileError
 from profiling.report import build_report
 from profiling.sweep import settings_for
@@ -53,7 +54,8 @@ def test_curve_at_0_1_2_workers_is_measured_and_written(tmp_path):
     curve = measure_curve(spec_of(loader, "here.py:1"), [0, 1, 2], cpus=2, seconds=0.3, max_batches=50)
     assert [p.workers for p in curve.points] == [0, 1, 2]
     assert all(p.batches >= 1 and p.batches_per_s > 0 for p in curve.points)
-    json_path, png = write_outputs(curve, tmp_path / "x.curve.json")
+    json_path = write_curve(curve, tmp_path / "x.curve.json")
+    png = plot_curve(curve, tmp_path / "x.curve.png")
     assert read_curve(json_path) == curve and json.loads(json_path.read_text())["where"] == "here.py:1"
     assert mpimg.imread(png)[..., :3].std() > 0.05
 
@@ -118,23 +120,24 @@ def test_the_ladder_goes_up_to_what_the_cpu_rule_fits():
 
 
 def test_profiling_loader_measures_a_script_it_never_trains(tmp_path):
-    """`profiling loader -- SCRIPT`: the script's own DataLoader (workers set in code) is timed alone."""
+    """`profiling loader --hold-ms 1 -- SCRIPT`: the script's own DataLoader (workers set in code) is timed,
+    each batch held 1 ms, and the curve is drawn."""
     script = REPO / "tests" / "data" / "own_scripts" / "workers_in_code.py"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "profiling", "loader", "--output-dir", str(tmp_path),
-                           "--seconds", "0.3", "--", str(script)], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+                           "--seconds", "0.3", "--hold-ms", "1", "--", str(script)], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "epoch 0" not in done.stdout  # stopped after the loader's first batches: no training
     curve = read_curve(tmp_path / "workers_in_code.curve.json")
     assert curve.where.endswith("workers_in_code.py:9") and curve.batch_size == 32
-    assert [p.workers for p in curve.points][:2] == [0, 1]
+    assert [p.workers for p in curve.points][:2] == [0, 1] and curve.hold_ms == 1.0
     assert (tmp_path / "workers_in_code.curve.png").stat().st_size > 0
 
 
 def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
     """Each batch held 20 ms: the rate cannot pass 50 batches/s, whatever the workers could do alone,
-    and the curve keeps the hold, so the report knows that it needs no margin."""
+    and the curve keeps the hold, so the report knows what loop it was paced for."""
     from torch.utils.data import TensorDataset
 
     loader = DataLoader(TensorDataset(torch.zeros(4096, 4)), batch_size=8)  # cheap: far above 50 batches/s alone
@@ -142,7 +145,7 @@ def test_a_held_curve_is_paced_by_the_loop_and_says_so(tmp_path):
     held = measure_curve(spec_of(loader), [1], cpus=2, seconds=0.3, max_batches=400, hold_s=0.02)
     assert held.rate(1) <= 50 < alone.rate(1)  # every timed gap holds one 20 ms hold; alone, none does
     assert held.hold_ms == 20.0 and alone.hold_ms == 0.0
-    assert read_curve(write_outputs(held, tmp_path / "held.curve.json")[0]) == held
+    assert read_curve(write_curve(held, tmp_path / "held.curve.json")) == held
 
 
 
@@ -202,16 +205,20 @@ def test_run_paces_the_curve_by_the_loops_own_step_by_default(tmp_path):
     assert numbers.basis in ("measured", "kept")  # kept: a loop that barely waited is not given more workers
     assert "(14 steps timed)" in done.stderr  # two epochs of 8, each epoch's first batch left out
     assert numbers.compute_ms >= 20.0
-    assert "never_keeps_up" not in report.advice.fired_rules and "workers_from_curve" not in report.advice.fired_rules
+    assert not (tmp_path / "held_steps.curve.png").exists()  # the report draws the curve, the script's exit does not
 
 
-def test_paced_and_alone_together_are_refused_in_one_line(capsys):
+@pytest.mark.parametrize("argv, says", [(["loader", "--", "train.py"], "--hold-ms"),
+                                        (["loader", "--hold-ms", "0", "--", "train.py"], "--hold-ms"),
+                                        (["run", "--alone", "--", "train.py"], "--alone")],
+                         ids=["loader without a hold", "a zero hold", "run --alone (retired)"])
+def test_a_curve_timed_alone_is_refused_in_one_line(capsys, argv, says):
     from profiling.cli import main
 
     with pytest.raises(SystemExit) as refused:
-        main(["run", "--paced", "--alone", "--", "train.py"])
-    assert refused.value.code == 2
-    assert "not allowed with argument --paced" in capsys.readouterr().err
+        main(argv)
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and says in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_negative_hold_is_refused_in_one_line(capsys):
@@ -240,29 +247,20 @@ def _curve(rates: dict[int, float], cpus: int = 16, hold_ms: float = 0.0) -> Loa
 
 
 LINEAR = {0: 80, 1: 100, 2: 200, 4: 400, 8: 800, 14: 1400}  # 100 batches/s per worker
-FLAT = {0: 80, 1: 100, 2: 190, 4: 300, 8: 310, 14: 305}     # levels off at about 300
-CASES = [
-    # (name, curve, compute ms, CPUs, expected workers, expected rule)
-    ("keeps up at k", LINEAR, 2.5, 16, 8, "workers_from_curve"),         # 2 / 2.5 ms = 800 batches/s -> 8
-    ("keeps up at 1", LINEAR, 25.0, 16, 1, "workers_from_curve"),        # 80 batches/s: one worker
-    ("never keeps up", FLAT, 1.0, 16, 4, "never_keeps_up"),              # 2000 needed, ~300 at best from 4
-    ("CPU-capped", LINEAR, 1.0, 6, 4, "capped_by_cpus"),                 # 2000 needed, 6 CPUs hold 4 workers
-    ("between measured k", LINEAR, 3.5, 16, 6, "workers_from_curve"),    # 571 needed: 600 at k=6, between 4 and 8
-    ("no workers needed", {0: 5000, 1: 4000, 2: 6000}, 10.0, 16, 0, "no_workers_needed"),
-]
 
 
-@pytest.mark.parametrize("name, rates, compute_ms, cpus, workers, rule", CASES, ids=[c[0] for c in CASES])
-def test_hand_made_curve_and_profile_give_the_expected_advice(name, rates, compute_ms, cpus, workers, rule):
-    advice = advise(_loop(9.0, compute_ms), JobFacts(cpus=cpus, gpus=1, num_workers=1), curve=_curve(rates))
-    assert advice.num_workers == workers and rule in advice.fired_rules, advice.reasons
-    assert advice.cpus_per_task == cpus_for_workers(workers, 1) <= max(cpus, 1)
-    assert advice.numbers.basis == "measured" and "estimate" not in advice.fired_rules
-    if rule == "workers_from_curve":  # the chosen k covers the margin, one fewer does not
-        target = CURVE_MARGIN * 1e3 / compute_ms
-        assert advice.numbers.chosen_rate >= target
-        one_fewer = choose_workers(_curve(rates), compute_ms / 1e3, worker_cap=workers - 1)
-        assert workers == 1 or (one_fewer.workers == workers - 1 and one_fewer.capped)
+def test_a_curve_timed_alone_gives_no_advice_of_its_own():
+    """A curve from an older version, each batch taken at once: what the workers deliver alone is not what a
+    loop beside them gets, so the advice does not read it (nor calls it too short): the estimate remains."""
+    advice = advise(_loop(9.0, 2.5), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(LINEAR))
+    assert advice.numbers.basis == "estimate" and "curve_too_short" not in advice.fired_rules
+
+
+def test_a_paced_curve_still_rising_at_the_cpus_cap_is_capped():
+    """Held 0.5 ms, the loop wants 1905 batches/s; 6 CPUs hold 4 workers, 400 batches/s, still rising."""
+    advice = advise(_loop(9.0, 0.5), JobFacts(cpus=6, gpus=1, num_workers=1), curve=_curve(LINEAR, hold_ms=0.5))
+    assert advice.num_workers == 4 and "capped_by_cpus" in advice.fired_rules, advice.reasons
+    assert advice.cpus_per_task == cpus_for_workers(4, 1) == 6 and advice.numbers.basis == "measured"
 
 
 # A paced curve (each batch held 5 ms: the loop's own rate is 200 batches/s) needs FED_SHARE of it, 190.5.
@@ -291,22 +289,11 @@ def test_a_paced_curve_needs_the_fed_share_of_the_held_rate_then_two_workers_mor
     advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(rates, hold_ms=5.0))
     assert advice.num_workers == workers and rule in advice.fired_rules, advice.reasons
     assert advice.numbers.target_rate == pytest.approx(FED_SHARE * 200) and advice.numbers.curve_fed_workers == fed
-    assert "workers_from_curve" not in advice.fired_rules  # the margin's message is for a curve timed alone
-    assert "never_keeps_up" not in advice.fired_rules  # that message compares with the loop timed alone
     why = " ".join(advice.reasons)
     if rule == "workers_from_paced_curve":
         assert "held 5 ms" in why and f"{fed} worker(s)" in why and f"adds {workers - fed}, {workers} in all" in why
     if rule == "never_feeds_held_loop":  # compared with the held loop's need, never the unheld rate
         assert "below the 190 batches/s that keep such a loop fed 95%" in why, why
-
-
-def test_a_curve_timed_alone_that_levels_off_between_the_rate_and_the_margin_names_the_target():
-    """200 batches/s consumed, 400 wanted with the margin; the curve levels off at about 300: the
-    message compares with the 400, never says 300 is below 200."""
-    advice = advise(_loop(9.0, 5.0), JobFacts(cpus=16, gpus=1, num_workers=1), curve=_curve(FLAT))
-    assert "never_keeps_up" in advice.fired_rules and advice.num_workers == 4
-    assert "below the 400 batches/s it should deliver (2.0 times the 200 the loop consumes)" in " ".join(
-        advice.reasons)
 
 
 def test_a_loop_that_no_setting_feeds_is_never_told_that_none_keep_up():
@@ -338,10 +325,10 @@ def test_a_curve_that_rose_from_0_to_1_worker_at_a_1_worker_cap_is_capped_not_fl
 
 
 def test_a_curve_measured_on_fewer_cpus_that_stops_short_falls_back_to_the_estimate():
-    one_cpu = _curve({0: 30, 1: 40}, cpus=1)  # a 1-CPU job's curve, read for a node with 8 cores per GPU
+    one_cpu = _curve({0: 30, 1: 40}, cpus=1, hold_ms=2.0)  # a 1-CPU job's curve, read for a node with 8 cores per GPU
     advice = advise(_loop(9.0, 2.0), JobFacts(cpus=1, gpus=1, num_workers=1, cores_per_gpu=8), curve=one_cpu)
     assert advice.numbers.basis == "estimate" and {"curve_too_short", "estimate"} <= set(advice.fired_rules)
-    assert advice.num_workers == 6 and "never_keeps_up" not in advice.fired_rules  # ceil(1.5 x 5.5) = 9, capped
+    assert advice.num_workers == 6 and "never_feeds_held_loop" not in advice.fired_rules  # ceil(1.5 x 5.5) = 9, capped
 
 
 
@@ -362,8 +349,8 @@ def test_a_one_cpu_curve_slowed_by_a_busy_core_is_fed_when_the_loop_hardly_slept
 
 def test_a_curve_can_ask_for_fewer_workers_than_a_compute_bound_run_used():
     """A run at 12 workers that never waited: the curve says 4 suffice, and frees 8 CPUs."""
-    advice = advise(_loop(0.05, 5.0), JobFacts(cpus=16, gpus=1, num_workers=12), curve=_curve(LINEAR))
-    assert advice.num_workers == 4 and "compute_bound" in advice.fired_rules  # 2 / 5 ms = 400 batches/s needed
+    advice = advise(_loop(0.05, 5.0), JobFacts(cpus=16, gpus=1, num_workers=12), curve=_curve(LINEAR, hold_ms=5.0))
+    assert advice.num_workers == 4 and "compute_bound" in advice.fired_rules  # fed at 2 (200 batches/s), + 2
 
 
 # --------------------------------------------------------------------------- a bare .lprof: the estimate
@@ -381,7 +368,7 @@ def test_bare_lprof_of_the_seeds_shape_is_an_estimate_between_the_average_and_on
     assert (advice.num_workers, advice.cpus_per_task) == (10, 12)  # v1 advised 13 and 15
     assert advice.numbers.basis == "estimate" and "estimate" in advice.fired_rules
     said = " ".join(advice.reasons)
-    assert "ESTIMATE" in said and "python -m profiling loader -- SCRIPT ARGS" in said
+    assert "ESTIMATE" in said and "python -m profiling run -- SCRIPT ARGS" in said
     assert "ESTIMATE" in report_text(report)
 
 
@@ -395,10 +382,14 @@ def test_the_curve_beside_a_profile_turns_the_estimate_into_a_measurement(tmp_pa
     (tmp_path / "train.py").write_text(TRAIN_SOURCE)
     ms = {"wait": 9.28, "copy": 0.1, "zero": 0.1, "forward": 0.4, "loss": 0.05, "backward": 0.7, "step": 0.344}
     lprof = write_lprof(tmp_path / "train.lprof", train_timings(938, ms, ticks_per_ms=1e6), 1e-9)
-    write_outputs(_curve(LINEAR), tmp_path / "train.curve.json")
+    write_curve(_curve(LINEAR, hold_ms=1.694), tmp_path / "train.curve.json")  # held for the loop's compute
     report = build_report(lprof, cpus=16, gpus=1, num_workers=1, environment=Environment(env={}, affinity=16))
     assert report.curve is not None and report.advice.numbers.basis == "measured"
-    assert report.advice.num_workers == 12  # 2 x 588 batches/s = 1176 -> 12 workers at 100 each
+    assert report.advice.num_workers == 8  # 95 % of 590 batches/s = 562: 6 workers (600), then 2 more
+    write_curve(_curve(LINEAR), tmp_path / "train.curve.json")  # timed alone: shown, not advised from
+    alone = build_report(lprof, cpus=16, gpus=1, num_workers=1, environment=Environment(env={}, affinity=16))
+    assert alone.curve is not None and alone.advice.numbers.basis == "estimate"
+    assert any("timed alone" in note and "not advised from" in note for note in alone.notes)
     from profiling.render import render
 
     assert "Loader curve" in render(report, "md")

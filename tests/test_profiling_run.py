@@ -20,7 +20,7 @@ import pytest
 TINY = ["--synthetic", "--train-samples", "256", "--test-samples", "128", "--epochs", "1"]
 REPORT_FILES = (".lprof", ".meta.json", ".samples.csv", ".report.txt", ".report.md", ".report.html",
                 ".report.json", ".lines.csv", ".lines.png", ".phases.png", ".utilisation.png",
-                ".curve.json", ".curve.png", ".loader-curve.png")  # the loader curve at exit (issue 17)
+                ".curve.json", ".loader-curve.png")  # the loader curve at exit, held for the loop's step
 
 
 def prof_cli(python: str, repo: Path, *args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -40,7 +40,7 @@ def profiled(workdir, python_exe, repo) -> tuple[subprocess.CompletedProcess, Pa
     """One real `run --sample-gpu` of the lesson script at num_workers=0."""
     out = workdir / "run0" / "nested"  # does not exist yet: run must create it
     proc = prof_cli(python_exe, repo, "run", "--output-dir", str(out), "--sample-gpu", "--sample-interval", "0.5",
-                  "--", str(repo / "mnist_classify.py"), *TINY, "--num-workers", "0",
+                  "--", str(repo / "mnist_classify.py"), *TINY, "--train-samples", "640", "--num-workers", "0",
                   "--data-dir", str(workdir / "data"), cwd=workdir)
     return proc, out
 
@@ -69,6 +69,7 @@ def test_run_writes_every_file(profiled):
     report = json.loads((out / "mnist_classify.report.json").read_text())
     assert {"phases", "advice"} <= set(report) and "num_workers" in report["advice"]
     assert report["advice"]["numbers"]["basis"] == "measured" and report["curve"]["points"][0]["workers"] == 0
+    assert report["curve"]["hold_ms"] > 0 and not (out / "mnist_classify.curve.png").exists()  # drawn by the report
     lines = pd.read_csv(out / "mnist_classify.lines.csv")
     assert lines[lines["phase"] == "data_wait"]["source"].str.contains("train_loader").any()
     assert "num_workers" in proc.stdout and "files:" in proc.stdout
