@@ -1,7 +1,7 @@
 """Submit the lesson runs from Python with submitit, with the same resources as the templates.
 
     python -m jobs submit single [--cpus 2] [--gpus 1] -- --synthetic --epochs 1
-    python -m jobs submit sweep --workers 0,1,2,4 -- --synthetic --epochs 1
+    python -m jobs submit sweep --workers 0,1,2,4 [--script FILE] [--repeats 3] -- --synthetic --epochs 1
     python -m jobs submit ddp --gpus 2 [--nodes 1] -- --synthetic --epochs 1
 
 Each verb waits for its jobs, prints one pandas table (also written as results.csv in the
@@ -9,9 +9,9 @@ folder) and exits 1 with a one-line reason per failed job. Site settings come fr
 jobs/site.env as the templates: its SBATCH_* values reach submitit's sbatch through the
 environment, and its data dir becomes MNIST_DATA.
 
-The executor set-up and the wait for a job are profiling.slurm's (a fresh executor per job), and the
-sweep itself is profiling.sweep's (one implementation of "one job per num_workers, cpus = workers + the
-main process's CPUs").
+The executor set-up and the wait for a job are jobs.slurm's (a fresh executor per job), and the sweep
+is jobs.sweep's, on profiling.sweep's settings (one implementation of "one run per num_workers, cpus =
+workers + the main process's CPUs", here as one job each).
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ import pandas as pd
 from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
 from profiling.argv import has_flag
 from profiling.cpu_rule import workers_for_cpus
-from profiling.slurm import JobShape, new_executor, wait_until_done
+from profiling.records import ProfileError
+from jobs.slurm import JobShape, new_executor, wait_until_done
 
 SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
 COLUMNS = ("job_id", "status", "state", "world_size", "num_workers", "cpus_allowed", "steps", "images_per_sec",
@@ -117,7 +118,7 @@ def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
     """Wait for one job; a row with its metrics, or with a one-line reason when it failed.
 
     A job pending for a reason that can never clear is cancelled instead of waited on forever
-    (profiling.slurm.wait_until_done).
+    (jobs.slurm.wait_until_done).
     """
     cancelled = wait_until_done(job, poll_s)
     if cancelled:
@@ -169,16 +170,10 @@ def run_ddp(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
 
 
 def run_sweep(args: argparse.Namespace, folder: Path) -> pd.DataFrame:
-    """profiling.sweep's Slurm sweep: one job per setting, each from a fresh executor."""
     from jobs.gather import parse_workers
-    from profiling.sweep import median_of_repeats, run_slurm, settings_for, write_outputs
+    from jobs.sweep import run_sweep as sweep_jobs
 
-    sweep_args = argparse.Namespace(time_min=args.time_min, gpus=args.gpus or None, partition=None)
-    settings = settings_for([str(SCRIPTS["single"]), *args.script_args], parse_workers(args.workers), folder,
-                            min(args.gpus, 1))
-    results = median_of_repeats(run_slurm(settings, sweep_args))
-    print(write_outputs(folder, results), flush=True)
-    return results
+    return sweep_jobs(args, folder, args.script or SCRIPTS["single"], parse_workers(args.workers))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mem-gb", type=int, default=8, help="memory per node in GB (default 8)")
     parser.add_argument("--time-min", type=int, default=20, help="time limit in minutes (default 20)")
     parser.add_argument("--workers", default="0,1,2,4,6,8", help="sweep settings (default 0,1,2,4,6,8)")
+    parser.add_argument("--script", type=Path, default=None,
+                        help="sweep: any training script (default: lesson 1's); its DataLoaders get each worker "
+                             "count through profiling.capture, or its --num-workers flag when it has one")
+    parser.add_argument("--repeats", type=int, default=1, help="sweep: runs per setting; the median is kept")
+    parser.add_argument("--batches", type=int, default=200,
+                        help="sweep: batches per setting for a script without --metrics-json (then it stops)")
+    parser.add_argument("--lprof", type=Path, default=None, help="sweep: a profile whose advice goes beside the knee")
     parser.add_argument("--folder", type=Path, default=Path("runs/submitit"),
                         help="logs, pickles and results (default runs/submitit)")
     parser.epilog = "Flags for the training script go after --."
@@ -201,9 +203,15 @@ def main(argv: list[str] | None = None) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     args = build_parser().parse_args(argv[:split])
     args.script_args = argv[split + 1:]
-    if min(args.cpus, args.nodes, args.mem_gb, args.time_min) < 1 or args.gpus < 0:
-        print("dljobs submit: error: --cpus, --nodes, --mem-gb and --time-min must be >= 1, --gpus >= 0",
-              file=sys.stderr)
+    if min(args.cpus, args.nodes, args.mem_gb, args.time_min, args.repeats, args.batches) < 1 or args.gpus < 0:
+        print("dljobs submit: error: --cpus, --nodes, --mem-gb, --time-min, --repeats and --batches must be >= 1, "
+              "--gpus >= 0", file=sys.stderr)
+        return 2
+    from profiling.argv import script_problem
+
+    problem = script_problem(str(args.script)) if args.script is not None else None
+    if problem:
+        print(f"dljobs submit: error: --script: {problem}", file=sys.stderr)
         return 2
     try:
         if args.verb == "sweep":
@@ -226,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         table = {"single": run_single, "ddp": run_ddp, "sweep": run_sweep}[args.verb](args, folder)
-    except SubmitError as err:
+    except (SubmitError, ProfileError) as err:  # sbatch refused a job; --lprof is not a profile
         print(f"dljobs submit: error: {err}", file=sys.stderr)
         return 2
     table.to_csv(folder / "results.csv", index=False)

@@ -148,16 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--output-dir", type=Path, default=None, help="also write the table and plot here")
     compare.add_argument("--format", choices=("text", "md", "json"), default="text")
 
-    sweep = verbs.add_parser("sweep", help="measure throughput for each num_workers and find the knee")
+    sweep = verbs.add_parser("sweep", help="measure throughput for each num_workers and find the knee",
+                             description="Each setting runs here, held to its CPUs. On Slurm, one job per "
+                                         "setting: python -m jobs submit sweep --script SCRIPT ... -- ARGS")
     sweep.add_argument("--workers", type=_worker_list, default=_worker_list(DEFAULT_WORKERS),
                        help=f"worker counts to try (default: {DEFAULT_WORKERS})")
-    sweep.add_argument("--slurm", action="store_true",
-                       help="one Slurm job per setting through submitit, with cpus_per_task = workers + the main "
-                            "process's CPUs (2 with a GPU, else 1)")
     sweep.add_argument("--output-dir", type=Path, default=Path("sweep"), help="results, table and plot")
-    sweep.add_argument("--partition", default=None, help="Slurm partition (with --slurm)")
-    sweep.add_argument("--gpus", type=_non_negative_int, default=None, help="GPUs per job (with --slurm)")
-    sweep.add_argument("--time-min", type=_non_negative_int, default=30, help="time limit per job in minutes")
+    sweep.add_argument("--gpus", type=_non_negative_int, default=None,
+                       help="GPUs each setting trains with, for the CPU rule (default: what this machine shows)")
     sweep.add_argument("--repeats", type=_non_negative_int, default=1,
                        help="runs per setting, pass after pass; the median is kept (3 or more to judge a 5 %% knee)")
     sweep.add_argument("--batches", type=_non_negative_int, default=200,

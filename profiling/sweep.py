@@ -1,18 +1,18 @@
 """`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
-Why a sweep: the report's advice comes from a model (data wait vs compute per batch). A sweep is
-the experiment that checks it. Any script works: each setting runs it through `profiling.capture`,
-which sets num_workers=W on its DataLoaders (no flag needed), counts the loader's own batches and
-stops the script cleanly after `--batches` of them; throughput is samples per second of the busiest
-loader, leaving out the first batch (worker start-up). The kit's own scripts, which take
-`--num-workers W --metrics-json FILE`, are run that way, as before. The knee is the fewest workers
+Why a sweep: `run` finds its advice inside one run, worker counts taking turns in the loop. A sweep
+is the independent check: each setting is a run of its own. Any script works: each setting runs it
+through `profiling.capture`, which sets num_workers=W on its DataLoaders (no flag needed), counts the
+loader's own batches and stops the script cleanly after `--batches` of them; throughput is samples
+per second of the busiest loader, leaving out the first batch (worker start-up). The kit's own
+scripts, which take `--num-workers W --metrics-json FILE`, are run that way. The knee is the fewest workers
 within 5 % of the best, because every extra worker costs a CPU that another job could use.
 
-Locally each run is pinned to W + the main process's CPUs (the kit's one CPU rule,
-profiling.cpu_rule: 2 on a GPU with pinned memory, else 1; when there are that many), so it sees what
-a Slurm job with that `--cpus-per-task` would see. With `--slurm` each setting is one job through submitit
-(`profiling.slurm`). `write_outputs` is the one writer of a sweep's files, which `dljobs gather`
-uses too.
+Each run is pinned to W + the main process's CPUs (the kit's one CPU rule, profiling.cpu_rule: 2 on
+a GPU with pinned memory, else 1; when there are that many), so it sees what a Slurm job with that
+`--cpus-per-task` would see. On Slurm, `python -m jobs submit sweep` makes each setting one job with
+these same settings (`settings_for`, `result_row`, `summarise`); `write_outputs` is the one writer of
+a sweep's files, which `dljobs gather` uses too.
 """
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -36,7 +34,6 @@ from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
 from profiling.argv import script_problem
-from profiling.slurm import JobShape, submit_command, wait_until_done
 
 DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
 KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
@@ -145,7 +142,8 @@ def steady_epochs(seconds: list[float], images: list[int]) -> tuple[list[float],
     return [float(s) for s in seconds[1:]], [int(n) for n in images[1:]]
 
 
-def _row(s: Setting, cpus: int, status: str, detail: str) -> dict:
+def result_row(s: Setting, cpus: int, status: str, detail: str) -> dict:
+    """One run's row of RESULT_COLUMNS: its throughput and loop times read from its metrics when it ran."""
     ips = epoch = compute = wait = math.nan
     if status == "ok":
         try:
@@ -171,46 +169,7 @@ def run_local(settings: list[Setting]) -> list[dict]:
             code = subprocess.run(s.command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                   preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c)).returncode
         status, detail = ("ok", str(s.log)) if code == 0 else ("failed", f"exit code {code}, see {s.log}")
-        rows.append(_row(s, len(cpus), status, detail))
-    return rows
-
-
-def wait_job(job: Any, poll_s: float = 5.0) -> tuple[str, str]:
-    """("ok" | "failed", a one-line detail naming the job and its log)."""
-    cancelled = wait_until_done(job, poll_s)
-    if cancelled:
-        return "failed", cancelled
-    try:
-        job.result()
-    except Exception as err:  # FailedJobError / UncompletedJobError: the job's own failure
-        last = [line for line in str(err).strip().splitlines() if line.strip()][-1:] or [type(err).__name__]
-        return "failed", f"job {job.job_id} {job.state}: {last[0][:200]} (log: {job.paths.stderr})"
-    return "ok", f"job {job.job_id}"
-
-
-def submit(command: list[str], folder: Path, cpus: int, args: argparse.Namespace, name: str) -> Any:
-    """Submit one command as a Slurm job with the sweep's options; returns the submitit job."""
-    shape = JobShape(name=name, cpus_per_task=cpus, time_min=args.time_min,
-                     gpus_per_node=getattr(args, "gpus", None), partition=getattr(args, "partition", None))
-    return submit_command(command, folder, shape)
-
-
-def run_slurm(settings: list[Setting], args: argparse.Namespace) -> list[dict]:
-    """Submit every setting as its own job (cpus_per_task = W + the main process's CPUs), then wait for all."""
-    jobs = []
-    for s in settings:
-        s.log.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            job = submit(s.command, s.log.parent / "slurm", s.cpus, args, f"sweep-w{s.workers}")
-            print(f"sweep: workers={s.workers} submitted as job {job.job_id} (cpus_per_task={s.cpus})",
-                  flush=True)
-        except Exception as err:  # sbatch refused it (e.g. more CPUs than any node has)
-            job = f"could not submit: {' '.join(str(err).split())[:300]}"
-        jobs.append(job)
-    rows = []
-    for s, job in zip(settings, jobs):
-        status, detail = ("failed", job) if isinstance(job, str) else wait_job(job)
-        rows.append(_row(s, s.cpus, status, detail))
+        rows.append(result_row(s, len(cpus), status, detail))
     return rows
 
 
@@ -279,21 +238,15 @@ def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path)
 
 
 def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
-    """Run `dlkit-prof run` on the command as given (the current setting), here or as a job."""
+    """Run `dlkit-prof run` on the command as given (the current setting)."""
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
     if not takes_metrics_json(Path(command[0])):  # a user's script: a bounded run, like each setting
         profiled = ["env", f"{capture.BATCHES_VAR}={getattr(args, 'batches', DEFAULT_BATCHES)}", *profiled]
     print("sweep: profiling the current setting (the script's own workers) for the model's advice ...", flush=True)
-    if args.slurm:
-        cpus = cpus_for_workers(max(args.workers), getattr(args, "gpus", None) or 0)  # room for its own workers
-        status, detail = wait_job(submit(profiled, folder / "slurm", cpus, args, "sweep-profile"))
-        if status != "ok":
-            print(f"sweep: the profiling job failed: {detail}", file=sys.stderr)
-    else:
-        with (folder / "log.txt").open("w", encoding="utf-8") as log:
-            subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
+    with (folder / "log.txt").open("w", encoding="utf-8") as log:
+        subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
     found = sorted(folder.glob("*.lprof"), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
@@ -374,6 +327,16 @@ def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = N
     return text
 
 
+def summarise(out_dir: Path, rows: list[dict], advice: int | None, advice_source: str) -> tuple[pd.DataFrame, str]:
+    """The median of each setting's runs, written (`write_outputs`; every run in runs.csv when repeated)."""
+    results = median_of_repeats(rows)
+    text = write_outputs(out_dir, results, advice, advice_source)
+    if len(rows) > len(results):  # every repeat, in the order run: how far two runs of one setting differ
+        pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(out_dir / "runs.csv", index_label="run")
+        text += "\n" + repeat_spread(rows)
+    return results, text
+
+
 def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did
     (nothing was measured: the script iterates no DataLoader, or stops before its batches)."""
@@ -381,9 +344,6 @@ def sweep_command(args: argparse.Namespace) -> int:
     problem = script_problem(command[0])
     if problem:
         raise ProfileError(problem)
-    if args.slurm and shutil.which("sbatch") is None:
-        raise ProfileError("--slurm: sbatch not found: run this on a Slurm login node (or start the sandbox: "
-                           "make slurm-up)")
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)
@@ -393,12 +353,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     # in its own folders: Slurm may run two repeats of one setting at once, and each keeps its own log
     settings = [s for n in range(max(getattr(args, "repeats", 1), 1))
                 for s in settings_for(command, workers, out_dir / f"repeat{n + 1}" if n else out_dir, gpus, batches)]
-    rows = run_slurm(settings, args) if args.slurm else run_local(settings)
-    results = median_of_repeats(rows)
-    text = write_outputs(out_dir, results, advice, advice_source)
-    if len(rows) > len(results):  # every repeat, in the order run: how far two runs of one setting differ
-        pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(out_dir / "runs.csv", index_label="run")
-        text += "\n" + repeat_spread(rows)
+    results, text = summarise(out_dir, run_local(settings), advice, advice_source)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")
     failed = results[results["status"] != "ok"]

@@ -8,7 +8,7 @@ with odd values, and paths to files that are missing, a folder, empty, binary or
 The entry points run in this process (their `main(argv)`), so an example costs milliseconds, not a
 Python start-up; `capfd` still sees what a child process (kernprof) prints. Nothing here may start
 real work, so:
-- Slurm's commands are taken off PATH: `jobs sbatch`/`submit` and `sweep --slurm` can only refuse;
+- Slurm's commands are taken off PATH: `jobs sbatch` and `jobs submit` (its sweep too) can only refuse;
 - training scripts only ever get a data folder without MNIST, and never `--synthetic`/`--download`;
 - `profiling run`/`sweep` only ever profile a fuzzed (broken or empty) script.
 Examples are bounded in number (and derandomised under CI=true, so a CI run is repeatable).

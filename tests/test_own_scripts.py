@@ -151,8 +151,14 @@ def test_sweep_of_a_script_without_a_worker_flag_through_slurm(slurm, tmp_path, 
     """The same hook in a Slurm job through submitit: workers set, batches counted, a clean stop."""
     import json
 
-    done = dlprof(repo, "sweep", "--slurm", "--workers", "0", "--batches", "4", "--time-min", "5",
-                  "--output-dir", str(tmp_path / "sw"), "--", str(OWN / "workers_in_code.py"), cwd=tmp_path)
+    site = tmp_path / "site.env"
+    site.write_text("export SBATCH_PARTITION=debug\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1", DLKIT_SITE_ENV=str(site))
+    done = subprocess.run([sys.executable, "-m", "jobs", "submit", "sweep", "--script", str(OWN / "workers_in_code.py"),
+                           "--workers", "0", "--gpus", "0", "--batches", "4", "--time-min", "5",
+                           "--folder", str(tmp_path / "sw")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((tmp_path / "sw" / "sweep.json").read_text())
     row = {r["workers"]: r for r in result["results"]}[0]

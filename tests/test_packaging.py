@@ -39,7 +39,8 @@ def test_console_script_targets_exist(script: str) -> None:
 
 
 def test_imports_between_jobs_and_profiling_run_one_way() -> None:
-    """`jobs/` imports `profiling/` (its Slurm helpers, sweep and report); `profiling/` never imports `jobs/`."""
+    """`jobs/` imports `profiling/` (its sweep settings, CPU rule and report); `profiling/` never imports `jobs/`,
+    and never submits a job: Slurm through submitit lives in jobs/slurm.py."""
     import ast
 
     root = Path(__file__).resolve().parents[1]
@@ -50,4 +51,5 @@ def test_imports_between_jobs_and_profiling_run_one_way() -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             wrong += [f"{path.name}: {n}" for n in names if n == "jobs" or n.startswith("jobs.")]
     assert wrong == []
-    assert "from profiling.slurm import" in (root / "jobs" / "submit.py").read_text(encoding="utf-8")
+    assert "from jobs.slurm import" in (root / "jobs" / "submit.py").read_text(encoding="utf-8")
+    assert not any("submitit" in path.read_text(encoding="utf-8") for path in (root / "profiling").glob("*.py"))

@@ -163,17 +163,23 @@ def test_compare_bad_input_is_one_line_exit_2(tmp_path, python_exe, repo):
 @pytest.mark.slow
 @pytest.mark.slurm
 def test_sweep_through_slurm(slurm, profiled, python_exe, repo, workdir):
-    """One real job per setting; a setting no node can hold is reported, not hung on."""
+    """`python -m jobs submit sweep`: one real job per setting, with the sweep's own settings and files; a
+    setting no node can hold is reported, not hung on; the profile's advice is set beside the knee."""
     out = workdir / "sweep_slurm"
-    proc = prof_cli(python_exe, repo, "sweep", "--slurm", "--workers", "0,64", "--time-min", "5",
-                  "--lprof", str(profiled[1] / "mnist_classify.lprof"), "--output-dir", str(out), "--",
-                  str(repo / "mnist_classify.py"), *TINY, "--max-steps", "2", "--data-dir", str(workdir / "data"),
-                  cwd=workdir, timeout=420)
+    site = workdir / "sweep-site.env"
+    site.write_text("export SBATCH_PARTITION=debug\n")
+    proc = subprocess.run([python_exe, "-m", "jobs", "submit", "sweep", "--script", str(repo / "mnist_classify.py"),
+                           "--workers", "0,64", "--gpus", "0", "--time-min", "5",
+                           "--lprof", str(profiled[1] / "mnist_classify.lprof"), "--folder", str(out), "--",
+                           *TINY, "--max-steps", "2", "--data-dir", str(workdir / "data")],
+                          cwd=workdir, env={**os.environ, "DLKIT_SITE_ENV": str(site)}, capture_output=True,
+                          text=True, timeout=420)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # 64 workers cannot be submitted here
     results = pd.read_csv(out / "sweep.csv").set_index("workers")
     assert results.loc[0, "status"] == "ok" and results.loc[0, "images_per_sec"] > 0
     assert results.loc[0, "cpus"] == 1 and results.loc[0, "detail"].startswith("job ")
     assert results.loc[64, "status"] == "failed" and "could not submit" in results.loc[64, "detail"]
-    assert "workers=64 failed" in proc.stderr
+    assert "dljobs submit: job failed: could not submit" in proc.stderr
+    assert "model advice: num_workers=" in proc.stdout and "advice of" in proc.stdout
     metrics = json.loads((out / "w0" / "metrics.json").read_text())
     assert metrics["settings"]["slurm_job_id"] and metrics["settings"]["cpus_allowed"] == 1

@@ -1,7 +1,7 @@
 """Slurm through submitit, in one place: the executor set-up, why a job is pending, the wait loop.
 
-Both the profiler's sweep (`dlkit-prof sweep --slurm`) and the job launcher (`python -m jobs submit`)
-submit through these. Imports run one way: `jobs/` imports `profiling/`, never the reverse.
+The job launcher (`python -m jobs submit`: single runs, DDP runs and the num_workers sweep) submits
+through these. The profiler never submits: it runs inside a job.
 
 Every submission gets a FRESH executor: submitit's `update_parameters` accumulates, so a reused
 executor would carry an earlier setting's options into the next job.
