@@ -198,9 +198,6 @@ def _exit_code(code: int, noted: list[int]) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
-    from profiling.render import render
-    from profiling.report import build_report, write_report
-
     script, modules = args.command[0], getattr(args, "module", None) or ()
     problem = script_problem(script)
     if problem:
@@ -217,6 +214,10 @@ def run_command(args: argparse.Namespace) -> int:
                                        getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
                                        getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
                                        getattr(args, "segment_seconds", 2.0))
+    # imported only now (a thread imported them while the script ran): pandas alone took 0.6 s before the start
+    from profiling.render import render
+    from profiling.report import build_report, write_report
+
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)
