@@ -50,12 +50,16 @@ profiles)  # the advice alone (profiling run), on the scripts PART=a judged
 quick)
     judge tiny_mlp 170 2,4,8,12,14 200 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 30000
     judge conv_default1 170 2,4,8,12,14 200 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 30000 ;;
-overhead)
+overhead)  # OLD=DIR (a folder holding an earlier commit's profiling/) adds that version to every pass, side by side
     args=(benchmarks/styles/conv_default1.py --epochs 3 --samples "${SAMPLES:-20000}" --width "${WIDTH:-512}")
+    root=$PWD out=$(realpath -m "$OUT")
     for pass in 1 2 3; do
-        for how in plain profiled; do
+        for how in plain profiled ${OLD:+old}; do
             start=$(date +%s.%N)
             if [ $how = plain ]; then python3 "${args[@]}" > "$OUT/overhead-$how-$pass.log" 2>&1
+            elif [ $how = old ]; then (cd "$OLD" && python3 -m profiling run --output-dir "$out/old-$pass" -- \
+                     "$root/${args[0]}" "${args[@]:1}") > "$OUT/overhead-$how-$pass.log" 2>&1
+                 rm -f "$OUT/old-$pass"/*.png "$OUT/old-$pass"/*.html "$OUT/old-$pass"/*.lprof
             else python3 -m profiling run --output-dir "$OUT/overhead-$pass" -- "${args[@]}" > "$OUT/overhead-$how-$pass.log" 2>&1
                  rm -f "$OUT/overhead-$pass"/*.png "$OUT/overhead-$pass"/*.html "$OUT/overhead-$pass"/*.lprof; fi
             echo "$how pass $pass: $(awk "BEGIN{print $(date +%s.%N) - $start}") s" | tee -a "$OUT/overhead.txt"

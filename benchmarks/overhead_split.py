@@ -20,7 +20,7 @@ def epochs(log: Path) -> float:
 
 def main(out: Path) -> None:
     totals = {(how, int(n)): float(s) for how, n, s in
-              re.findall(r"^(plain|profiled) pass (\d+): ([\d.]+) s", (out / "overhead.txt").read_text(), re.M)}
+              re.findall(r"^(plain|profiled|old) pass (\d+): ([\d.]+) s", (out / "overhead.txt").read_text(), re.M)}
     print("pass  plain_s  profiled_s  ratio  epochs_plain  epochs_profiled  script_outside_epochs  wrapper_s")
     for n in sorted({n for _, n in totals}):
         plain, profiled = totals.get(("plain", n)), totals.get(("profiled", n))
@@ -30,7 +30,12 @@ def main(out: Path) -> None:
         if plain and profiled:
             print(f"{n:4d}  {plain:7.2f}  {profiled:10.2f}  {profiled / plain:5.3f}  {ep_plain:12.2f}  "
                   f"{ep_prof:15.2f}  {child - ep_prof:21.2f}  {profiled - child:9.2f}"
-                  f"   (plain outside epochs {plain - ep_plain:.2f})")
+                  f"   (plain outside epochs {plain - ep_plain:.2f})"
+                  + (f"   old: {old:.2f} s, {old / plain:.3f}" if (old := totals.get(("old", n))) else ""))
+    runs = {how: sum(s for (h, _), s in totals.items() if h == how) for how, _ in totals}
+    if runs.get("plain"):
+        print("over all passes: " + ", ".join(f"{how} {total / runs['plain']:.3f}"
+                                              for how, total in runs.items() if how != "plain"))
 
 
 if __name__ == "__main__":
