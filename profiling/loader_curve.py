@@ -1,4 +1,4 @@
-"""Measure the loader curve: the script's own DataLoader timed alone with k workers, on the job's CPUs.
+"""Measure the loader curve: the script's own DataLoader timed with k workers on the job's CPUs, each batch held.
 
 Why measure: the profile sees only the main process, so without a curve the workers' speed is
 inferred from how long the loop waited, and the inference needs a fudge factor that a new machine
