@@ -213,8 +213,8 @@ RULES: tuple[Rule, ...] = (
          "one slow batch stalls the loop."),
     Rule("estimate", "advice", lambda n: n.basis == "estimate",
          "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the "
-         "average need) and {estimate_high}. For a measured number, profile with {curve_command}: it times "
-         "your loop untraced while worker counts take turns in it."),
+         "average need) and {estimate_high}. For a measured number, profile two epochs or more with "
+         "{curve_command}: it times your loop untraced while worker counts take turns in it."),
     Rule("curve_too_short", "advice", lambda n: n.curve_short,
          "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does "
          "not reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that "
@@ -306,7 +306,7 @@ BRIEF: dict[str, str] = {
     "workers_from_main_process": "Without workers the main process builds each batch itself ({produce_ms:.2f} ms).",
     "workers_from_starved_loop": "One worker needs about {produce_ms:.2f} ms a batch; the loop takes one "
                                  "every {compute_ms:.2f} ms.",
-    "estimate": "This is an ESTIMATE from the profile alone: {curve_command} measures it.",
+    "estimate": "This is an ESTIMATE from the profile alone: {curve_command} over two epochs or more measures it.",
     "curve_too_short": "The loader curve did not reach the loop's pace on {curve_cpus} CPU(s): estimated instead.",
     "workers_from_paced_curve": "Timed with each batch held {curve_hold_ms:.1f} ms (the traced step), the loader "
                                 "keeps up from {curve_fed_workers} worker(s).",
