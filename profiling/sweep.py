@@ -278,15 +278,15 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
 
 
 def compute_drift(results: pd.DataFrame, knee: int) -> list[str]:
-    """One line on the loop's compute per batch from the knee to the most workers swept: the model takes
-    it as fixed, and a rise past the knee is the time extra workers take from the main process."""
+    """One line on the loop's compute per batch from the knee to the most workers swept: a rise past the
+    knee is the time extra workers take from the main process (which a loader curve cannot see)."""
     timed = results.dropna(subset=["compute_ms"]).set_index("workers")["compute_ms"]
     if knee not in timed.index or timed.index.max() <= knee:
         return []
     top = int(timed.index.max())
     change = timed[top] / timed[knee] - 1
     return [f"loop compute per batch: {timed[knee]:.2f} ms at the knee, {timed[top]:.2f} ms at num_workers={top} "
-            f"({change:+.0%}; the model takes it as fixed)"]
+            f"({change:+.0%}: what the extra workers took from the loop)"]
 
 
 def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path: Path) -> Path:

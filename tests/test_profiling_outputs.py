@@ -168,7 +168,7 @@ def test_the_loops_compute_and_wait_per_batch_come_from_the_warm_epochs_or_the_h
 def test_the_sweep_says_how_the_loops_compute_moved_past_the_knee():
     results = pd.DataFrame({"workers": [2, 4, 8], "compute_ms": [5.0, 5.1, 6.0]})
     assert compute_drift(results, 4) == ["loop compute per batch: 5.10 ms at the knee, 6.00 ms at num_workers=8 "
-                                         "(+18%; the model takes it as fixed)"]
+                                         "(+18%: what the extra workers took from the loop)"]
     assert compute_drift(results, 8) == [] and compute_drift(results.assign(compute_ms=math.nan), 4) == []
 
 
