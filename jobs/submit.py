@@ -28,10 +28,10 @@ from typing import Any
 import pandas as pd
 
 from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
-from profiling.argv import has_flag
+from jobs.slurm import JobShape, new_executor, wait_until_done
+from profiling.argv import has_flag, script_problem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.records import ProfileError
-from jobs.slurm import JobShape, new_executor, wait_until_done
 
 SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
 COLUMNS = ("job_id", "status", "state", "world_size", "num_workers", "cpus_allowed", "steps", "images_per_sec",
@@ -207,8 +207,6 @@ def main(argv: list[str] | None = None) -> int:
         print("dljobs submit: error: --cpus, --nodes, --mem-gb, --time-min, --repeats and --batches must be >= 1, "
               "--gpus >= 0", file=sys.stderr)
         return 2
-    from profiling.argv import script_problem
-
     problem = script_problem(str(args.script)) if args.script is not None else None
     if problem:
         print(f"dljobs submit: error: --script: {problem}", file=sys.stderr)

@@ -33,7 +33,7 @@ from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
 from profiling.curve import write_curve
 from profiling.records import CurvePoint, LoaderCurve, curve_timing
 
-CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON); the plot goes beside it
+CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON; the report, or `loader`, draws it)
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
 HOLD_VAR = "DLPROF_CURVE_HOLD_MS"  # hold each batch this long, as the training loop would (a paced curve)
 HOLD_LOOP = "loop"  # ... HOLD_VAR's value for: as long as the loop's own compute per batch (`run`)

@@ -130,8 +130,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts, curve=curve if curve and curve.hold_ms > 0 else None,
-                                trials=read_trials(record)), notes=notes, meta=meta,
+                  advice=advise(loop, facts, curve=curve, trials=read_trials(record)), notes=notes, meta=meta,
                   samples=samples, loop=loop,
                   curve=curve)
 
