@@ -55,9 +55,7 @@ def run_sweep(args: argparse.Namespace, folder: Path, script: Path, workers: lis
 
         advice, source = build_report(args.lprof).advice.num_workers, f"advice of {args.lprof}"
     command = [str(script), *args.script_args]
-    settings = [s for n in range(max(args.repeats, 1))
-                for s in settings_for(command, workers, folder / f"repeat{n + 1}" if n else folder,
-                                      min(args.gpus, 1), args.batches)]
+    settings = settings_for(command, workers, folder, min(args.gpus, 1), args.batches, args.repeats)
     results, text = summarise(folder, run_settings(settings, args.time_min, args.gpus or None), advice, source)
     print(text, flush=True)
     return results

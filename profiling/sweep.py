@@ -69,15 +69,17 @@ def hooked(command: list[str], loaders: Path, workers: int | None, batches: int)
 
 
 def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0,
-                 batches: int = DEFAULT_BATCHES) -> list[Setting]:
+                 batches: int = DEFAULT_BATCHES, repeats: int = 1) -> list[Setting]:
     """One setting per worker count, each with the CPUs the kit's one rule gives it: the kit's own
-    scripts through their flags, any other script through the capture hook."""
+    scripts through their flags, any other script through the capture hook. With `repeats`, pass after
+    pass over the counts (interleaved, so a drift hits every count alike), each pass after the first in
+    its own folder `repeatN` (Slurm may run two repeats of one count at once, and each keeps its log)."""
     result = []
     own_flags = takes_metrics_json(Path(command[0]))
     script, args = command[0], strip_flags(command[1:], ("--num-workers", "--metrics-json"))
     pin = False if "--no-pin-memory" in args else None
-    for w in workers:
-        folder = (out_dir / f"w{w}").resolve()
+    for n, w in ((n, w) for n in range(max(repeats, 1)) for w in workers):
+        folder = ((out_dir / f"repeat{n + 1}" if n else out_dir) / f"w{w}").resolve()
         if own_flags:
             metrics = folder / "metrics.json"
             run = [sys.executable, script, *args, "--num-workers", str(w), "--metrics-json", str(metrics)]
@@ -349,10 +351,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     advice, advice_source = advised_workers(args, command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
     gpus, batches = sweep_gpus(args), getattr(args, "batches", DEFAULT_BATCHES)
-    # pass after pass over the settings (interleaved, so a drift hits every setting alike), each pass
-    # in its own folders: Slurm may run two repeats of one setting at once, and each keeps its own log
-    settings = [s for n in range(max(getattr(args, "repeats", 1), 1))
-                for s in settings_for(command, workers, out_dir / f"repeat{n + 1}" if n else out_dir, gpus, batches)]
+    settings = settings_for(command, workers, out_dir, gpus, batches, getattr(args, "repeats", 1))
     results, text = summarise(out_dir, run_local(settings), advice, advice_source)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")
