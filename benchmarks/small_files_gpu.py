@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.cpu_by_process import CoreSampler
 from profiling.sampling import Sampler
 from small_files import cache, remote, shards
 from small_files.generate import generate
@@ -51,6 +52,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--io-samples", type=int, default=0, help="also time 1-worker reads of N samples (0: no)")
     p.add_argument("--decode-batches", type=int, default=0,
                    help="also time decoding alone on the GPU: N batches, then decoding with the augmentation")
+    p.add_argument("--sshfs-options", default="", help="more sshfs -o options, e.g. Ciphers=aes128-gcm@openssh.com")
     p.add_argument("--out-dir", type=Path, required=True)
     p.add_argument("train_args", nargs="*", help="more small_files/train.py flags, after --",
                    default=["--batch-size", "256", "--amp", "--channels-last"])
@@ -73,9 +75,9 @@ def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, 
         out.write("$ " + " ".join(cmd) + "\n")
         out.flush()
         child = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-        sampler = Sampler(child.pid, interval=SAMPLE_EVERY)
+        sampler, cores = Sampler(child.pid, interval=SAMPLE_EVERY), CoreSampler(child.pid)
         wall0 = time.time()
-        with sampler:
+        with sampler, cores:
             code = child.wait()
     if code != 0 or not metrics.is_file():
         return {"error": f"exit {code}; see {log.name}"}
@@ -87,16 +89,16 @@ def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, 
             "images": m["train_images"], "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
             "data_wait_pct": 100 * m["data_wait_fraction"],
             "loader_wait_pct": 100 * m["loader_wait_seconds"] / m["train_seconds"],
-            "gpu_util_pct": util, "gpu_samples": n}
+            "gpu_util_pct": util, "gpu_samples": n, "cores": cores.cores(start, end)}
 
 
 @contextlib.contextmanager
-def place(path: Path, where: str):
+def place(path: Path, where: str, options: str = ""):
     """The path as the trainer sees it: itself, or a fresh sshfs mount of it."""
     if where == "local":
         yield path
     else:
-        with remote.sshfs_mount(path) as mount:
+        with remote.sshfs_mount(path, options) as mount:
             yield mount
 
 
@@ -178,7 +180,7 @@ def main() -> int:
             name = f"{source}-{where}-{state}-{decode}"
             t0 = time.perf_counter()
             try:
-                with place(sources[source], where) as path:
+                with place(sources[source], where, args.sshfs_options) as path:
                     result = train_once(path, decode, workers, args, args.out_dir / f"{name}.log")
             except (remote.SshfsUnavailable, OSError) as exc:
                 result = {"error": str(exc).splitlines()[-1][:120]}

@@ -19,49 +19,56 @@ import math
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 
 import torch
+from torch.utils.data import default_collate
 from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg
 from torchvision.ops import roi_align
 
+from small_files.slots import BatchSlots, InSlot
 from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 SCALE, RATIO, TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10
 
 # (JPEG bytes of the images nvJPEG decodes, uint8), (their byte counts), (labels of the whole batch),
-# (the other images, decoded by the worker: (K, 3, H, W) uint8, or a list when their sizes differ)
-Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor]]
+# (the other images, decoded by the worker: (K, 3, H, W) uint8, a list when their sizes differ, or in a slot)
+Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor] | InSlot]
 
 
-def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0) -> Packed:
+def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0,
+         slots: BatchSlots | None = None) -> Packed:
     """One batch, cheap to hand from a worker to the main process: the first `gpu_share` of its
     images stay JPEG bytes for nvJPEG, the rest the worker decodes itself (libjpeg-turbo, no
-    augmentation), so that the CPUs take the part of the decoding that nvJPEG cannot keep up with."""
+    augmentation), so that the CPUs take the part of the decoding that nvJPEG cannot keep up with.
+    With `slots`, the decoded images go into the worker's next batch slot where they fit."""
     on_gpu = round(gpu_share * len(jpegs))
     joined = bytearray(b"".join(jpegs[:on_gpu]))
     data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)
     rest = [torch.frombuffer(bytearray(j), dtype=torch.uint8) for j in jpegs[on_gpu:]]
     # one call for the list: 9 % less CPU a 160 px image than a call each (2-core machine, min of 15)
-    decoded: torch.Tensor | list[torch.Tensor] = decode_jpeg(rest, mode=ImageReadMode.RGB) if rest else []
-    if decoded and len({d.shape for d in decoded}) == 1:
-        decoded = torch.stack(decoded)
+    decoded: torch.Tensor | list[torch.Tensor] | InSlot = decode_jpeg(rest, mode=ImageReadMode.RGB) if rest else []
+    if slots is not None and (ref := slots.fill(decoded)) is not None:
+        decoded = ref
+    elif decoded and len({d.shape for d in decoded}) == 1:
+        decoded = default_collate(decoded)  # in a worker, stacked straight into shared memory: no copy on hand-over
     return (data, torch.tensor([len(j) for j in jpegs[:on_gpu]], dtype=torch.int64),
             torch.tensor(labels, dtype=torch.int64), decoded)
 
 
 class Packer:
-    """pack() with a fixed share, as a picklable callable for the loader's workers."""
+    """pack() with a fixed share (and batch slots, if any), as a picklable callable for the loader's workers."""
 
-    def __init__(self, gpu_share: float = 1.0) -> None:
-        self.gpu_share = gpu_share
+    def __init__(self, gpu_share: float = 1.0, slots: BatchSlots | None = None) -> None:
+        self.gpu_share, self.slots = gpu_share, slots
 
     def __call__(self, jpegs: Sequence[bytes], labels: Sequence[int]) -> Packed:
-        return pack(jpegs, labels, self.gpu_share)
+        return pack(jpegs, labels, self.gpu_share, self.slots)
 
     def samples(self, samples: Sequence[tuple[bytes, int]]) -> Packed:
         """As a DataLoader collate_fn: (bytes, label) samples of an image folder."""
-        return pack([data for data, _ in samples], [label for _, label in samples], self.gpu_share)
+        return pack([data for data, _ in samples], [label for _, label in samples], self.gpu_share, self.slots)
 
 
 def crop_boxes(heights: torch.Tensor, widths: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -141,18 +148,44 @@ class GpuBatches:
     """
 
     def __init__(self, loader: Iterable[Packed], device: torch.device, size: int, seed: int,
-                 memory_format: torch.memory_format = torch.contiguous_format, ahead: int = 2) -> None:
+                 memory_format: torch.memory_format = torch.contiguous_format, ahead: int = 2,
+                 slots: BatchSlots | None = None) -> None:
         self.loader, self.device, self.size, self.ahead = loader, device, size, ahead
-        self.memory_format = memory_format
+        self.memory_format, self.slots = memory_format, slots
+        self.copying: deque[tuple[torch.cuda.Event, InSlot]] = deque()  # slots being copied to the GPU
         self.generator = torch.Generator().manual_seed(seed)
         self.loader_wait = self.prepare = 0.0
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
 
+    def from_slot(self, ref: InSlot) -> torch.Tensor:
+        """The slot's images on the device; the slot is given back once they are copied."""
+        assert self.slots is not None
+        if self.device.type != "cuda":
+            out = self.slots.view(ref).clone()
+            self.slots.release(ref)
+            return out
+        while self.copying and self.copying[0][0].query():  # copies finish in order on one stream
+            self.slots.release(self.copying.popleft()[1])
+        out = self.slots.view(ref).to(self.device, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        self.copying.append((event, ref))
+        return out
+
+    def release_all(self) -> None:
+        """Wait for the copies still running and give their slots back (the end of a pass)."""
+        while self.copying:
+            event, ref = self.copying.popleft()
+            event.synchronize()
+            self.slots.release(ref)  # type: ignore[union-attr]
+
     def batch(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
         data, sizes, labels, decoded = packed
-        if isinstance(decoded, torch.Tensor):
+        if isinstance(decoded, InSlot):
+            decoded = list(self.from_slot(decoded).unbind())
+        elif isinstance(decoded, torch.Tensor):
             decoded = list(_to(decoded, self.device).unbind()) if len(decoded) else []
         else:
             decoded = [_to(d, self.device) for d in decoded]
@@ -180,9 +213,13 @@ class GpuBatches:
             tick = time.perf_counter()
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        if self.slots is not None:
+            self.slots.reset()  # the last pass gave back every slot it used, or its workers are gone
         if self.device.type != "cuda":
             yield from self._timed()
             return
+        if self.slots is not None:
+            self.slots.page_lock()
         ready: queue.Queue = queue.Queue(maxsize=self.ahead)
         stop = threading.Event()
         stream = torch.cuda.Stream(self.device)
@@ -207,6 +244,8 @@ class GpuBatches:
                 hand_over(None)
             except BaseException as exc:  # a bad shard in a worker: raised again in the training loop
                 hand_over(exc)
+            finally:
+                self.release_all()
 
         helper = threading.Thread(target=produce, name="gpu-decode", daemon=True)
         helper.start()

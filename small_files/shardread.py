@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -26,6 +28,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from small_files.shards import ShardError, read_index
 
 HEADER = 512  # a ustar header, in front of every member's bytes
+READ_AHEAD = 2  # batches a worker's reader thread fetches while the worker decodes
 Entry = tuple[int, int, int, int]  # (shard number, offset of the JPEG bytes, their size, label)
 
 
@@ -107,15 +110,37 @@ class ShardBatches(IterableDataset):
         return jpegs, labels
 
     def __iter__(self) -> Iterator[object]:
+        """This worker's batches, each read by a helper thread while the batches before it are decoded.
+
+        Why a thread: over a network file system a read waits on the server, and a worker that reads,
+        then decodes, leaves its core idle meanwhile (on a 16-core H100 node over sshfs, 14 such
+        workers kept only 8.7 cores busy). The reads release the GIL, so they overlap the decoding.
+        """
         info = get_worker_info()
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        mine = my_batches(len(self.entries), self.batch_size, self.ranks, self.rank, workers, worker)
         files: dict[int, int] = {}
+        reader = ThreadPoolExecutor(1, thread_name_prefix="shard-read")
         try:
-            for positions in my_batches(len(self.entries), self.batch_size, self.ranks, self.rank, workers, worker):
-                yield self.make_batch(*self.read(positions, files))
+            ahead = deque(reader.submit(self.read, positions, files) for positions in mine[:READ_AHEAD])
+            for i in range(len(mine)):
+                jpegs, labels = ahead.popleft().result()
+                if i + READ_AHEAD < len(mine):
+                    ahead.append(reader.submit(self.read, mine[i + READ_AHEAD], files))
+                yield self.make_batch(jpegs, labels)
         finally:
+            reader.shutdown(wait=True, cancel_futures=True)  # no read left running when the files close
             for fd in files.values():
                 os.close(fd)
+
+
+def first_jpeg(shard_dir: Path) -> bytes:
+    """The bytes of the first sample's JPEG (to learn the image size before the workers start)."""
+    index = read_index(shard_dir)
+    shard, off, size, _ = entries(index)[0]
+    with open(shard_dir / index["shards"][shard]["name"], "rb") as fh:
+        fh.seek(off)
+        return fh.read(size)
 
 
 def ddp_rank() -> tuple[int, int]:

@@ -31,11 +31,12 @@ from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import DataLoader
 from torchvision import datasets, models
 from torchvision.datasets.folder import IMG_EXTENSIONS
+from torchvision.io import ImageReadMode, decode_jpeg
 
 import mnist_classify as lesson1
 from digits.data import shuffled
 from digits.graphed_step import GraphedStep
-from small_files.shardread import ShardBatches, ddp_rank
+from small_files.shardread import ShardBatches, ddp_rank, first_jpeg
 from small_files.shards import ShardError, is_shard_dir, read_index
 from small_files.transforms import DecodeBatch, read_bytes, test_transform, train_transform
 
@@ -127,6 +128,24 @@ def loader_options(args: argparse.Namespace, device: torch.device) -> dict:
     return common
 
 
+def gpu_packer(args: argparse.Namespace, loader_flags: dict, sample_jpeg: bytes):
+    """--decode gpu: what packs a batch in a worker, with batch slots for the images the workers decode.
+
+    The slots are sized from the first image; batches of other shapes are handed over the ordinary way.
+    """
+    from small_files.gpu_batch import Packer  # needs torchvision.io only on this path
+    from small_files.slots import BatchSlots
+    decoded = args.batch_size - round(args.gpu_decode_share * args.batch_size)
+    workers = loader_flags["num_workers"]
+    args.batch_slots = None  # main() hands them to GpuBatches
+    if decoded == 0 or workers == 0:
+        return Packer(args.gpu_decode_share)
+    shape = decode_jpeg(torch.frombuffer(bytearray(sample_jpeg), dtype=torch.uint8), mode=ImageReadMode.RGB).shape
+    per_worker = loader_flags.get("prefetch_factor", 2) + 2  # what a worker may have queued, and one more each side
+    args.batch_slots = BatchSlots(workers, per_worker, decoded, tuple(shape))
+    return Packer(args.gpu_decode_share, args.batch_slots)
+
+
 def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstBatch, DataLoader | None, int]:
     """Training loader (folder: lesson 1's seeded sampler; shards: their written order), test loader, classes.
 
@@ -136,9 +155,6 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
         raise lesson1.SetupError(f"--data {args.data}: no such folder")
     args.gpu_resident = False  # make_loaders of lesson 1's script reads it
     gpu = args.decode == "gpu"
-    if gpu:
-        from small_files.gpu_batch import Packer  # needs torchvision.io only on this path
-        packer = Packer(args.gpu_decode_share)
     val = args.val
     if args.no_test:
         val = None
@@ -148,7 +164,8 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     common = loader_options(args, device)
     test_loader = DataLoader(test_ds, batch_size=args.test_batch_size, **common) if test_ds else None
     if is_shard_dir(args.data):
-        make_batch = packer if gpu else DecodeBatch(train_transform(args.image_size))
+        make_batch = gpu_packer(args, common, first_jpeg(args.data)) if gpu else \
+            DecodeBatch(train_transform(args.image_size))
         train_ds = ShardBatches(args.data, args.batch_size, make_batch, *ddp_rank())
         train_loader = DataLoader(train_ds, batch_size=None, **common)
         return FirstBatch(train_loader, train_ds.samples), test_loader, len(read_index(args.data)["classes"])
@@ -158,6 +175,7 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     except (FileNotFoundError, RuntimeError) as exc:
         raise lesson1.SetupError(f"--data {args.data}: not an image folder or shard folder ({exc})") from None
     if gpu:  # lesson 1's loader, with the bytes packed per batch instead of stacked tensors
+        packer = gpu_packer(args, common, read_bytes(train_ds.samples[0][0]))
         train_loader = DataLoader(train_ds, batch_size=args.batch_size, sampler=shuffled(train_ds, args.seed),
                                   generator=torch.Generator().manual_seed(args.seed), collate_fn=packer.samples,
                                   **common)
@@ -234,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.decode == "gpu":
         from small_files.gpu_batch import GpuBatches
         gpu = GpuBatches(train_loader.loader, device, args.image_size, args.seed,
-                         torch.channels_last if args.channels_last else torch.contiguous_format)
+                         torch.channels_last if args.channels_last else torch.contiguous_format,
+                         slots=args.batch_slots)
         batches = FirstBatch(gpu, len(train_loader.dataset))
         if args.warmup_steps:
             batches.loader.warm_up(args.batch_size)

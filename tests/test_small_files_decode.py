@@ -22,8 +22,9 @@ from torch.utils.data import DataLoader
 from digits.data import shuffled
 from small_files import shards
 from small_files.generate import generate
-from small_files.gpu_batch import GpuBatches, augment, crop_boxes, decode, pack, stack
-from small_files.shardread import ShardBatches, my_batches
+from small_files.gpu_batch import GpuBatches, Packer, augment, crop_boxes, decode, pack, stack
+from small_files.shardread import ShardBatches, first_jpeg, my_batches
+from small_files.slots import FREE, BatchSlots, InSlot
 from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 REPO = Path(__file__).resolve().parents[1]
@@ -138,6 +139,45 @@ def test_decoding_a_packed_batch_matches_pil_and_pads_mixed_sizes(folder):
     assert isinstance(same, torch.Tensor) and same.shape == (2, 3, 48, 48)
     x2, y2 = GpuBatches([], torch.device("cpu"), 32, seed=0).batch((data3, sizes3, labels3, decoded))
     torch.testing.assert_close(x2, x)  # the same seed: the same crops of the same pixels, wherever decoded
+
+
+class _Seen:
+    """The loader, passed through, recording how each batch's decoded images were handed over."""
+
+    def __init__(self, loader) -> None:
+        self.loader, self.kinds = loader, []
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        for packed in self.loader:
+            self.kinds.append(type(packed[3]).__name__)
+            yield packed
+
+
+def test_batch_slots_carry_the_workers_batches_and_are_all_given_back(folder, tmp_path):
+    """Real worker processes fill the shared slots (4 slots each, 5 batches each: every slot reused);
+    two passes give the same images as the ordinary hand-over, and no slot is left in use."""
+    shards.write_shards(folder / "train", tmp_path, 16, seed=3)
+    side = tuple(decode(*pack([first_jpeg(tmp_path)], [0])[:2], torch.device("cpu"))[0].shape)
+    assert side == (3, 48, 48)
+    slots = BatchSlots(workers=2, per_worker=2, batch=4, image_shape=side)
+    passes = {}
+    for name, packer in (("plain", Packer(0.0)), ("slots", Packer(0.0, slots))):
+        loader = _Seen(DataLoader(ShardBatches(tmp_path, 4, packer), batch_size=None, num_workers=2))
+        gpu = GpuBatches(loader, torch.device("cpu"), 16, seed=5, slots=slots if name == "slots" else None)
+        passes[name] = [[x for x, _ in gpu] for _ in range(2)]
+        passes[name + " kinds"] = loader.kinds
+    assert passes["slots kinds"] == ["InSlot"] * 20 and passes["plain kinds"] == ["Tensor"] * 20
+    for plain, slotted in zip(passes["plain"], passes["slots"]):
+        assert len(plain) == len(slotted) == 10
+        for a, b in zip(plain, slotted):
+            torch.testing.assert_close(a, b)
+    assert bool((slots.state == FREE).all())
+    # Not a worker, or a shape that does not fit: the ordinary way.
+    assert slots.fill([torch.zeros(3, 48, 48, dtype=torch.uint8)]) is None
+    assert not isinstance(pack([first_jpeg(tmp_path)], [0], 0.0, slots)[3], InSlot)
 
 
 # ---------------------------------------------------------------- the trainer's switch
