@@ -144,7 +144,8 @@ class GpuBatches:
     blocks the calling thread until its batch is decoded (it releases the GIL meanwhile), so in
     the main thread it would stop the launching of the training step. Two clocks split the loop's
     data wait: `loader_wait` is the helper's time waiting for the workers' bytes, `prepare` its
-    time decoding and augmenting.
+    time decoding and augmenting. With `slots`, the images the workers decoded arrive in batch
+    slots (small_files/slots.py), and each slot is given back once its copy to the GPU is done.
     """
 
     def __init__(self, loader: Iterable[Packed], device: torch.device, size: int, seed: int,
