@@ -9,6 +9,7 @@ executor would carry an earlier setting's options into the next job.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 # squeue reasons that mean a pending job will never start as submitted.
+ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "UNKNOWN", "READY"})
 NEVER_STARTS = ("PartitionConfig", "BadConstraints", "PartitionNodeLimit", "ReqNodeNotAvail", "InvalidQOS")
 
 
@@ -80,3 +82,30 @@ def wait_until_done(job: Any, poll_s: float = 5.0) -> str | None:
             return f"job {job.job_id} can never start here (pending: {reason}); cancelled"
         time.sleep(poll_s)
     return None
+
+
+def failure_line(job: Any, error: Exception) -> str:
+    """One readable line: the script's own `error:` line if it printed one, else the exception's."""
+    try:
+        logged = Path(job.paths.stderr).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        logged = []
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    # "PROG: error: ..." as argparse and the kit's scripts print it, also when submitit's own error wraps it
+    own = next((m.group(0) for line in reversed(logged) if not line.startswith("srun")
+                for m in [re.search(r"[\w./-]+: error: .*", line)] if m), None)
+    reason = own or next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception)\b", line)),
+                         type(error).__name__)
+    return f"job {job.job_id} {final_state(job)}: {reason[:300]} (log: {job.paths.stderr})"
+
+
+def final_state(job: Any, wait_s: float = 5.0) -> str:
+    """Slurm's end state (FAILED, TIMEOUT, OUT_OF_MEMORY...). submitit caches sacct's answer and
+    the failure pickle can land before the job ends, so ask again for a few seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        job.watcher.update()
+        state = str(job.state).split()[0]
+        if state not in ACTIVE_STATES or time.monotonic() > deadline:
+            return "FAILED" if state in ACTIVE_STATES else state
+        time.sleep(0.5)

@@ -18,17 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
-from jobs.slurm import JobShape, new_executor, wait_until_done
+from jobs.slurm import JobShape, failure_line, final_state, new_executor, wait_until_done
 from profiling.argv import has_flag, script_problem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.records import ProfileError
@@ -36,7 +34,6 @@ from profiling.records import ProfileError
 SCRIPTS = {"single": KIT_ROOT / "mnist_classify.py", "ddp": KIT_ROOT / "multi_gpu" / "mnist_ddp.py"}
 COLUMNS = ("job_id", "status", "state", "world_size", "num_workers", "cpus_allowed", "steps", "images_per_sec",
            "test_accuracy", "detail")
-ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "UNKNOWN", "READY"})
 
 
 def site_environment(environ: dict[str, str]) -> dict[str, str]:
@@ -87,31 +84,6 @@ def _row(job: Any, metrics: dict[str, Any] | None, detail: str) -> dict[str, Any
             "num_workers": settings.get("num_workers"), "cpus_allowed": settings.get("cpus_allowed"),
             "steps": (metrics or {}).get("steps"), "images_per_sec": (metrics or {}).get("images_per_sec"),
             "test_accuracy": (metrics or {}).get("test_accuracy"), "detail": detail}
-
-
-def failure_line(job: Any, error: Exception) -> str:
-    """One readable line: the script's own `error:` line if it printed one, else the exception's."""
-    try:
-        logged = Path(job.paths.stderr).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        logged = []
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    reason = next((line for line in reversed(logged) if ": error: " in line and not line.startswith("srun")),
-                  None) or next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception)\b", line)),
-                                type(error).__name__)
-    return f"job {job.job_id} {final_state(job)}: {reason[:300]} (log: {job.paths.stderr})"
-
-
-def final_state(job: Any, wait_s: float = 5.0) -> str:
-    """Slurm's end state (FAILED, TIMEOUT, OUT_OF_MEMORY...). submitit caches sacct's answer and
-    the failure pickle can land before the job ends, so ask again for a few seconds."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        job.watcher.update()
-        state = str(job.state).split()[0]
-        if state not in ACTIVE_STATES or time.monotonic() > deadline:
-            return "FAILED" if state in ACTIVE_STATES else state
-        time.sleep(0.5)
 
 
 def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from jobs.slurm import JobShape, submit_command, wait_until_done
+from jobs.slurm import JobShape, failure_line, submit_command, wait_until_done
 from profiling.sweep import Setting, result_row, settings_for, summarise
 
 
@@ -25,8 +25,7 @@ def wait_job(job: Any, poll_s: float = 5.0) -> tuple[str, str]:
     try:
         job.result()
     except Exception as err:  # FailedJobError / UncompletedJobError: the job's own failure
-        last = [line for line in str(err).strip().splitlines() if line.strip()][-1:] or [type(err).__name__]
-        return "failed", f"job {job.job_id} {job.state}: {last[0][:200]} (log: {job.paths.stderr})"
+        return "failed", failure_line(job, err)
     return "ok", f"job {job.job_id}"
 
 

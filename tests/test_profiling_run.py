@@ -183,3 +183,20 @@ def test_sweep_through_slurm(slurm, profiled, python_exe, repo, workdir):
     assert "model advice: num_workers=" in proc.stdout and "advice of" in proc.stdout
     metrics = json.loads((out / "w0" / "metrics.json").read_text())
     assert metrics["settings"]["slurm_job_id"] and metrics["settings"]["cpus_allowed"] == 1
+
+
+@pytest.mark.slurm
+def test_sweep_job_that_fails_names_the_scripts_own_error_line(slurm, python_exe, repo, tmp_path):
+    """A setting whose job ran and failed: its row quotes the script's `error:` line, Slurm's state and the log."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("import sys\nprint('broken.py: error: the data folder is empty', file=sys.stderr)\nsys.exit(2)\n")
+    site = tmp_path / "site.env"
+    site.write_text("export SBATCH_PARTITION=debug\n")
+    proc = subprocess.run([python_exe, "-m", "jobs", "submit", "sweep", "--script", str(broken), "--workers", "0",
+                           "--gpus", "0", "--time-min", "5", "--folder", str(tmp_path / "out")],
+                          cwd=tmp_path, env={**os.environ, "DLKIT_SITE_ENV": str(site)}, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    detail = pd.read_csv(tmp_path / "out" / "sweep.csv").set_index("workers").loc[0, "detail"]
+    assert detail.startswith("job ") and " FAILED: broken.py: error: the data folder is empty (log: " in detail
+    assert "Traceback" not in proc.stderr
