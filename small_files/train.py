@@ -31,7 +31,6 @@ from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import DataLoader
 from torchvision import datasets, models
 from torchvision.datasets.folder import IMG_EXTENSIONS
-from torchvision.io import ImageReadMode, decode_jpeg
 
 import mnist_classify as lesson1
 from digits.data import shuffled
@@ -133,14 +132,19 @@ def gpu_packer(args: argparse.Namespace, loader_flags: dict, sample_jpeg: bytes)
 
     The slots are sized from the first image; batches of other shapes are handed over the ordinary way.
     """
-    from small_files.gpu_batch import Packer  # needs torchvision.io only on this path
+    from torchvision.io import ImageReadMode, decode_jpeg  # torchvision.io only on this path
+
+    from small_files.gpu_batch import Packer
     from small_files.slots import BatchSlots
     decoded = args.batch_size - round(args.gpu_decode_share * args.batch_size)
     workers = loader_flags["num_workers"]
     args.batch_slots = None  # main() hands them to GpuBatches
     if decoded == 0 or workers == 0:
         return Packer(args.gpu_decode_share)
-    shape = decode_jpeg(torch.frombuffer(bytearray(sample_jpeg), dtype=torch.uint8), mode=ImageReadMode.RGB).shape
+    try:
+        shape = decode_jpeg(torch.frombuffer(bytearray(sample_jpeg), dtype=torch.uint8), mode=ImageReadMode.RGB).shape
+    except RuntimeError:  # not a JPEG: no slots; the workers meet it, and say so, as they would have
+        return Packer(args.gpu_decode_share)
     per_worker = loader_flags.get("prefetch_factor", 2) + 2  # what a worker may have queued, and one more each side
     args.batch_slots = BatchSlots(workers, per_worker, decoded, tuple(shape))
     return Packer(args.gpu_decode_share, args.batch_slots)

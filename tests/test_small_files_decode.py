@@ -180,6 +180,23 @@ def test_batch_slots_carry_the_workers_batches_and_are_all_given_back(folder, tm
     assert not isinstance(pack([first_jpeg(tmp_path)], [0], 0.0, slots)[3], InSlot)
 
 
+def test_slots_are_sized_from_the_first_jpeg_and_bad_first_samples_fail_cleanly(folder, tmp_path):
+    import argparse
+
+    from small_files.shards import ShardError
+    from small_files.train import gpu_packer
+    shards.write_shards(folder / "train", tmp_path / "s", 16, seed=3)
+    args = argparse.Namespace(batch_size=8, gpu_decode_share=0.25)
+    packer = gpu_packer(args, {"num_workers": 2}, first_jpeg(tmp_path / "s"))
+    assert packer.slots is args.batch_slots and tuple(packer.slots.data.shape) == (2 * 4, 6, 3, 48, 48)
+    assert gpu_packer(args, {"num_workers": 0}, first_jpeg(tmp_path / "s")).slots is None  # no workers: no slots
+    assert gpu_packer(args, {"num_workers": 2}, b"not a jpeg").slots is None  # the workers will say what is wrong
+    first = json.loads((tmp_path / "s" / "index.json").read_text())["shards"][0]["name"]
+    (tmp_path / "s" / first).unlink()
+    with pytest.raises(ShardError, match=r"^shard .*: unreadable \("):
+        first_jpeg(tmp_path / "s")
+
+
 # ---------------------------------------------------------------- the trainer's switch
 def _train(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "small_files/train.py", *args], capture_output=True, text=True,
