@@ -109,3 +109,15 @@ def final_state(job: Any, wait_s: float = 5.0) -> str:
         if state not in ACTIVE_STATES or time.monotonic() > deadline:
             return "FAILED" if state in ACTIVE_STATES else state
         time.sleep(0.5)
+
+
+def wait_for_results(job: Any, poll_s: float = 5.0) -> tuple[list[Any] | None, str]:
+    """The job's results (one per task), or None and one line saying why there are none: cancelled
+    while pending for a reason that never clears (wait_until_done), or the job's own failure."""
+    cancelled = wait_until_done(job, poll_s)
+    if cancelled:
+        return None, cancelled
+    try:
+        return job.results(), ""
+    except Exception as error:  # FailedJobError / UncompletedJobError: the job's own failure
+        return None, failure_line(job, error)

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from jobs.site import KIT_ROOT, SiteError, read_site, site_file, submit_environment
-from jobs.slurm import JobShape, failure_line, final_state, new_executor, wait_until_done
+from jobs.slurm import JobShape, final_state, new_executor, wait_for_results
 from profiling.argv import has_flag, script_problem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.records import ProfileError
@@ -92,13 +92,9 @@ def collect(job: Any, poll_s: float = 1.0) -> dict[str, Any]:
     A job pending for a reason that can never clear is cancelled instead of waited on forever
     (jobs.slurm.wait_until_done).
     """
-    cancelled = wait_until_done(job, poll_s)
-    if cancelled:
-        return _row(job, None, cancelled)
-    try:
-        results = job.results()  # one entry per task (a DDP job has several); rank 0 carries the metrics
-    except Exception as error:  # FailedJobError / UncompletedJobError: the job's own failure
-        return _row(job, None, failure_line(job, error))
+    results, why = wait_for_results(job, poll_s)  # one entry per task (a DDP job has several)
+    if results is None:
+        return _row(job, None, why)
     metrics = next((r for r in results if r is not None), None)
     return _row(job, metrics, f"log: {job.paths.stdout}")
 

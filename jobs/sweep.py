@@ -13,20 +13,14 @@ from typing import Any
 
 import pandas as pd
 
-from jobs.slurm import JobShape, failure_line, submit_command, wait_until_done
+from jobs.slurm import JobShape, submit_command, wait_for_results
 from profiling.sweep import Setting, result_row, settings_for, summarise
 
 
 def wait_job(job: Any, poll_s: float = 5.0) -> tuple[str, str]:
     """("ok" | "failed", a one-line detail naming the job and its log)."""
-    cancelled = wait_until_done(job, poll_s)
-    if cancelled:
-        return "failed", cancelled
-    try:
-        job.result()
-    except Exception as err:  # FailedJobError / UncompletedJobError: the job's own failure
-        return "failed", failure_line(job, err)
-    return "ok", f"job {job.job_id}"
+    results, why = wait_for_results(job, poll_s)
+    return ("failed", why) if results is None else ("ok", f"job {job.job_id}")
 
 
 def run_settings(settings: list[Setting], time_min: int, gpus: int | None) -> list[dict]:

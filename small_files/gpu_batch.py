@@ -37,13 +37,18 @@ SCALE, RATIO, TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10
 Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor] | InSlot]
 
 
+def nvjpeg_count(images: int, gpu_share: float) -> int:
+    """How many of a batch's images stay JPEG bytes for nvJPEG; the workers decode the rest."""
+    return round(gpu_share * images)
+
+
 def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0,
          slots: BatchSlots | None = None) -> Packed:
     """One batch, cheap to hand from a worker to the main process: the first `gpu_share` of its
     images stay JPEG bytes for nvJPEG, the rest the worker decodes itself (libjpeg-turbo, no
     augmentation), so that the CPUs take the part of the decoding that nvJPEG cannot keep up with.
     With `slots`, the decoded images go into the worker's next batch slot where they fit."""
-    on_gpu = round(gpu_share * len(jpegs))
+    on_gpu = nvjpeg_count(len(jpegs), gpu_share)
     joined = bytearray(b"".join(jpegs[:on_gpu]))
     data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)
     rest = [torch.frombuffer(bytearray(j), dtype=torch.uint8) for j in jpegs[on_gpu:]]

@@ -134,9 +134,9 @@ def gpu_packer(args: argparse.Namespace, loader_flags: dict, sample_jpeg: bytes)
     """
     from torchvision.io import ImageReadMode, decode_jpeg  # torchvision.io only on this path
 
-    from small_files.gpu_batch import Packer
+    from small_files.gpu_batch import Packer, nvjpeg_count
     from small_files.slots import BatchSlots
-    decoded = args.batch_size - round(args.gpu_decode_share * args.batch_size)
+    decoded = args.batch_size - nvjpeg_count(args.batch_size, args.gpu_decode_share)
     workers = loader_flags["num_workers"]
     args.batch_slots = None  # main() hands them to GpuBatches
     if decoded == 0 or workers == 0:
