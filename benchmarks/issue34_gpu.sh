@@ -4,7 +4,7 @@
 # and judged by `profiling sweep --repeats 3` (benchmarks/own_styles_advice.sh); PART picks the scripts:
 # a (tiny_mlp, conv_default1) and c (augment_heavy, small_files, cpu_mixup), a device call each, or c1 and mixup
 # (c split in two, so that cpu_mixup finishes); 1 and quick
-# are the earlier calls. PART=overhead times a compute-bound script plain and under `profiling run`
+# are the earlier calls; long-a, long-b and long-c judge all five on runs long enough for six rounds of turns. PART=overhead times a compute-bound script plain and under `profiling run`
 # (3 interleaved passes; WIDTH and SAMPLES size it).
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
@@ -40,6 +40,14 @@ c1)  # PART=c's first two scripts, with room (a device call)
     judge small_files 280 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
 mixup)  # cpu_mixup alone: its profile takes ~60 s and each swept setting ~15 s, more than PART=c leaves it
     judge cpu_mixup 420 2,4,8,12 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
+long-a|long-b|long-c)  # runs of 30-60 s, as a real job gives the trials, and sweeps of longer passes (3 each)
+    case ${PART#long-} in
+    a) judge tiny_mlp 280 2,4,8,12 600 -- benchmarks/styles/tiny_mlp.py --epochs 10 --samples 60000
+       judge conv_default1 280 2,4,8,12 600 -- benchmarks/styles/conv_default1.py --epochs 10 --samples 60000 ;;
+    b) judge small_files 270 2,4,8,12 400 -- benchmarks/styles/small_files.py --epochs 10 --files 16000
+       judge augment_heavy 300 2,4,8,12 300 -- benchmarks/styles/augment_heavy.py --epochs 10 --samples 25600 ;;
+    c) judge cpu_mixup 560 2,4,8,12 150 -- benchmarks/styles/cpu_mixup.py --epochs 6 ;;
+    esac ;;
 profiles)  # the advice alone (profiling run), on the scripts PART=a judged
     for name in tiny_mlp conv_default1; do
         mkdir -p "$OUT/$name"

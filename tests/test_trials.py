@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from profiling.advice import RULES, model_numbers
 from profiling.lprof import load_lprof
 from profiling.records import JobFacts, LoopSummary
@@ -115,6 +117,22 @@ def test_a_count_the_trials_would_drop_is_never_advised_however_noisy():
     assert fewest_within(steps, noise=noise) == 12
     # noise inside the cap still counts
     assert fewest_within({4: 9.0e-3, 12: 8.0e-3}, noise={4: 1.5e-3, 12: 0.5e-3}) == 4
+
+
+def test_a_counts_noise_is_the_spread_of_its_turns_once_it_has_three():
+    """The H100's conv net: 12 workers timed 382 steps in turns of 1.77, 2.06 and 2.42 ms. By its steps the
+    mean looks sure to 0.02 ms; repeating a turn moved it by a third. Fewer turns: the steps' own spread."""
+    turns = [(12, 128, 0.22656), (12, 126, 0.25956), (12, 128, 0.30976), (4, 60, 0.162), (4, 3, 0.01)]
+    settings = {"12": {"steps": 382, "seconds": 0.79588, "squares": 382 * (2.0835e-3 ** 2 + 0.45e-3 ** 2)},
+                "4": {"steps": 60, "seconds": 0.162, "squares": 60 * (2.7e-3 ** 2 + 0.4e-3 ** 2)}}
+    noise = step_noise({"settings": settings, "segments": turns})
+    means = [s / n for _, n, s in turns[:3]]
+    centre = sum(means) / 3
+    assert noise[12] == pytest.approx((sum((m - centre) ** 2 for m in means) / 2 / 3) ** 0.5)
+    assert noise[12] > 5 * 0.45e-3 / 381 ** 0.5  # the turns say far more than the steps would
+    assert noise[4] == pytest.approx(0.4e-3 / 59 ** 0.5)  # one full turn: by its steps
+    # a lead inside that noise is no reason for 8 more workers
+    assert fewest_within({4: 2.15e-3, 12: 2.0835e-3}, noise=noise) == 4
 
 
 def test_a_segment_times_whole_rounds_of_its_workers():
