@@ -48,6 +48,17 @@ long-a|long-b|long-c)  # runs of 30-60 s, as a real job gives the trials, and sw
        judge augment_heavy 300 2,4,8,12 300 -- benchmarks/styles/augment_heavy.py --epochs 10 --samples 25600 ;;
     c) judge cpu_mixup 560 2,4,8,12 150 -- benchmarks/styles/cpu_mixup.py --epochs 6 ;;
     esac ;;
+mixup-cost)  # cpu_mixup at 8 workers: plain, profiled trying nothing, profiled held to 8's CPUs, plain under taskset (as the sweep runs it)
+    script=(benchmarks/styles/cpu_mixup.py --epochs 4 --num-workers 8)
+    for how in plain off held taskset; do
+        case $how in
+        plain) timeout 100 python3 "${script[@]}" ;;
+        off|held) timeout 100 python3 -m profiling run --formats text --try-workers "$([ $how = off ] && echo off || echo 8)" \
+                      --output-dir "$OUT/mixup-$how" -- "${script[@]}" ;;
+        taskset) timeout 100 taskset -c 0-9 python3 "${script[@]}" ;;
+        esac > "$OUT/mixup-$how.log" 2>&1
+        echo "$how: $(grep -o 'epoch [0-9] [0-9.]*s' "$OUT/mixup-$how.log" | tr '\n' ' ')"
+    done ;;
 profiles)  # the advice alone (profiling run), on the scripts PART=a judged
     for name in tiny_mlp conv_default1; do
         mkdir -p "$OUT/$name"
