@@ -112,3 +112,12 @@ def worker_flag(script: Path) -> str | None:
             if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
                 return max(options, key=lambda o: (o.startswith("--"), len(o)))
     return None
+
+
+def takes_metrics_json(script: Path) -> bool:
+    """The kit's own scripts declare `--metrics-json` (and the kit's other flags); any other script,
+    the kit's imitations of other people's styles included, is one the kit did not write."""
+    try:
+        return "--metrics-json" in script.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False

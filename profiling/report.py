@@ -18,7 +18,7 @@ from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import worker_flag
+from profiling.precheck import takes_metrics_json, worker_flag
 from profiling.phases import classify_lines, phase_summary, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -87,6 +87,14 @@ def profiled_script(meta: dict[str, Any]) -> Path | None:
     return path if path.is_file() else None
 
 
+def is_kit_script(script: Path) -> bool:
+    """One of this kit's own scripts, whose flags the hints may name: inside the kit, outside its tests, and
+    taking the kit's `--metrics-json`. The kit's imitations of other styles (benchmarks/styles) are not:
+    their edits name their own flag or DataLoader line, as any user's script's do."""
+    return KIT_ROOT in script.parents and "tests" not in script.relative_to(KIT_ROOT).parts \
+        and takes_metrics_json(script)
+
+
 def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | None = None,
                  num_workers: int | None = None, source_root: str | Path | None = None,
                  cores_per_gpu: int | None = None, environment: Environment | None = None,
@@ -115,8 +123,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     script = profiled_script(meta)
     if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
-        facts = replace(facts, workers_flag=worker_flag(script), kit_script=KIT_ROOT in script.parents
-                        and "tests" not in script.relative_to(KIT_ROOT).parts)
+        facts = replace(facts, workers_flag=worker_flag(script), kit_script=is_kit_script(script))
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     if loop is None:

@@ -34,6 +34,7 @@ from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
 from profiling.argv import script_problem
+from profiling.precheck import takes_metrics_json
 
 DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
 KNEE_TOLERANCE = 0.05  # "within 5 % of the best"
@@ -50,14 +51,6 @@ class Setting:
     metrics: Path   # the script's metrics JSON, or the hook's loaders JSON (`profiling.capture`)
     log: Path
     cpus: int  # --cpus-per-task for these workers: profiling.cpu_rule.cpus_for_workers
-
-
-def takes_metrics_json(script: Path) -> bool:
-    """The kit's own scripts declare `--metrics-json`; any other script is swept through the hook."""
-    try:
-        return "--metrics-json" in script.read_text(encoding="utf-8")
-    except (OSError, ValueError):
-        return False
 
 
 def hooked(command: list[str], loaders: Path, workers: int | None, batches: int) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from profiling.precheck import unreachable_loop
-from profiling.report import build_report
+from profiling.report import KIT_ROOT, build_report, is_kit_script
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
 
@@ -68,6 +68,16 @@ def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, fl
     assert not any("mnist_classify.py" in text for text in advice.reasons + advice.notes)
     assert "CUDA caveat" not in " ".join(report.notes)  # a CPU-only run
     assert ("line_profiler records only the main process" in " ".join(report.notes)) == (workers > 0)
+
+
+def test_only_the_kits_own_scripts_get_the_kits_flag_hints():
+    """The styles in benchmarks/styles live inside the kit but were written as other people write: an H100
+    report on conv_default1.py (num_workers set in a dict) gave no training-script edit at all, since it
+    was taken for a kit script whose own flags cover the rest."""
+    assert is_kit_script(KIT_ROOT / "mnist_classify.py") and is_kit_script(KIT_ROOT / "small_files" / "train.py")
+    assert not is_kit_script(KIT_ROOT / "benchmarks" / "styles" / "conv_default1.py")
+    assert not is_kit_script(OWN / "workers_in_code.py")  # the tests' fixtures
+    assert not is_kit_script(Path("/elsewhere/train.py"))  # a user's script outside the kit
 
 
 @pytest.mark.parametrize("name, modules, expected", [
