@@ -2,7 +2,7 @@
 # Backs docs/results.md, "Issue 34: the advice measured in the user's own loop".
 # Issue 34's goal on one script: `profiling run` (trace the first epoch, then try worker counts in the
 # script's own loop) against an independent sweep (`profiling sweep --repeats R`: one process per setting,
-# the settings taking turns pass by pass, each held to the CPUs the kit's rule gives it). From the repo root:
+# the settings taking turns pass by pass in a rotated order, each held to the CPUs the kit's rule gives it). From the repo root:
 #
 #   bash benchmarks/own_styles_advice.sh OUT 2,4,8,12,14 3 300 -- benchmarks/styles/tiny_mlp.py --epochs 3
 #

@@ -24,7 +24,8 @@ from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
 from profiling.argv import flag_value, strip_flags
 from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import compute_drift, loop_times, median_of_repeats, pick_knee, read_metrics, repeat_spread
+from profiling.sweep import (compute_drift, loop_times, median_of_repeats, pick_knee, read_metrics, repeat_spread,
+                             settings_for)
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
@@ -115,6 +116,14 @@ def test_knee_is_fewest_workers_within_five_percent():
     assert pick_knee(results) == 2
     assert pick_knee(results.assign(images_per_sec=[100, 300, 940, 1000, 990])) == 4
     assert pick_knee(results.assign(images_per_sec=math.nan)) is None
+
+
+def test_each_pass_of_a_sweep_takes_the_counts_in_a_rotated_order(tmp_path):
+    """A drift inside each pass favours whichever count runs last; rotated, every count runs early and late."""
+    settings = settings_for(["train.py", "--epochs", "1"], [2, 4, 8, 12], tmp_path, 1, 50, repeats=3)
+    assert [s.workers for s in settings] == [2, 4, 8, 12, 4, 8, 12, 2, 8, 12, 2, 4]
+    assert [s.log.parent.parent.name for s in settings[::4]] == [tmp_path.name, "repeat2", "repeat3"]
+    assert all(s.log.parent.name == f"w{s.workers}" for s in settings)  # each run keeps its own folder
 
 
 def test_median_of_repeats_keeps_one_row_per_setting_and_failures_only_when_nothing_ran():
