@@ -63,11 +63,9 @@ def whole_rounds(timed: int, workers: int) -> bool:
 
 
 def step_noise(record: dict | None) -> dict[int, float]:
-    """The standard error of each tried count's mean step, in seconds: from the spread of its segments'
-    means once it has TURNS_FOR_SPREAD of them, else from its steps' sum of squares. Steps inside a turn
-    are not independent (workers hand over in bursts, the machine drifts), so the steps alone understate
-    it: on an H100, 12 workers timed 382 steps in three turns of 1.77, 2.06 and 2.42 ms, a standard error
-    of 0.02 ms by steps and 0.19 ms by turns. By turns, the noise is what repeating a turn really moved."""
+    """The standard error of each tried count's mean step (s): by the spread of its turns' means once it
+    has TURNS_FOR_SPREAD, else by its steps. Steps inside a turn are not independent: 12 workers on an
+    H100 timed turns of 1.77, 2.06 and 2.42 ms a step, 0.02 ms of noise by steps and 0.19 ms by turns."""
     noise, turns = {}, {}
     for k, n, seconds in (record or {}).get("segments", []):
         if n >= MIN_TIMED:
@@ -229,13 +227,10 @@ class Trials:
         self.queue = list(order)
 
     def held_slower(self, base: dict[str, float]) -> bool:
-        """Did the baseline, held to the CPUs its count would be given, compute slower than the traced part
-        on all the job's CPUs? Tracing only lengthens a step, so then the step itself needs the CPUs (work
-        on the CPU in the main process, which workers compete with): the loader keeping up at that count
-        says nothing, and other counts, each on its own CPUs, are tried. Measured on an H100: a CPU mixup
-        held to 4 CPUs computed 64 ms a step, traced on 16 CPUs 44 ms; advised 2 workers, it ran at 73 %
-        of 4 workers on 6 CPUs. Only with a GPU: without one the step is the model's CPU compute, which
-        always needs CPUs, and the kit's rule gives the main process one core by design."""
+        """Did the baseline, held to its count's CPUs, compute slower than the traced part on all the job's?
+        Tracing only lengthens a step, so then the step itself needs CPUs, and other counts are tried (an
+        H100's CPU mixup, 64 ms held to 4 CPUs and 44 ms traced on 16, was kept at 2 workers, 73 % of 4's
+        speed). Only with a GPU: without one the step is the model's CPU compute, which always needs CPUs."""
         held_cpus = cpus_for_workers(self.own or 0, self.gpus, self.pin)
         if not self.gpus or not self.mask or held_cpus >= len(self.mask) or self.traced["steps"] < MIN_TIMED:
             return False
@@ -243,14 +238,21 @@ class Trials:
         return (base["seconds"] - base["wait_seconds"]) / base["steps"] > traced
 
     def hold(self, workers: int | None) -> None:
-        """Hold the process (and the workers it forks) to the CPUs a job with `workers` would ask for."""
+        """Hold every thread of the process (and the workers it forks) to the CPUs a job with `workers`
+        would ask for, torch's threads to no more than those CPUs nor the script's own: holding the main
+        thread alone, cpu_mixup stepped 56 ms on an H100 where `taskset` to those CPUs gave at most 46."""
         import torch
 
         if self.mask is None:
             return
         cpus = self.mask if workers is None else first_cpus(cpus_for_workers(workers, self.gpus, self.pin), self.mask)
-        os.sched_setaffinity(0, cpus)
-        torch.set_num_threads(self.threads if workers is None else len(cpus))
+        for task in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setaffinity(int(task), cpus)
+            except OSError:  # a thread that ended meanwhile
+                pass
+        own = self.threads or len(cpus)
+        torch.set_num_threads(own if workers is None else min(own, len(cpus)))
 
     def release(self) -> None:
         self.queue = []

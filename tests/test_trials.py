@@ -205,3 +205,34 @@ def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_t
     reasons = " ".join(rule.text(numbers) for rule in RULES if rule.when(numbers))
     assert "it needs CPUs" not in reasons and "the step itself needs CPUs" in reasons  # full text, not the brief
     assert "The loader is the bottleneck" not in reasons and "not the bottleneck" not in reasons
+
+
+def test_a_held_turn_moves_every_thread_and_never_more_torch_threads_than_cpus():
+    """sched_setaffinity(0) moves only the calling thread: the hold moves every thread of the process
+    (torch's pool among them), as a job given those CPUs would have them, and gives them back after."""
+    import threading
+
+    import torch
+
+    def allowed(task: str) -> str:
+        status = Path(f"/proc/self/task/{task}/status").read_text()
+        return re.search(r"Cpus_allowed_list:\s*(\S+)", status).group(1)
+
+    trials = Trials()
+    trials.mask, trials.gpus, trials.pin = set(os.sched_getaffinity(0)), 0, False
+    trials.threads = torch.get_num_threads()
+    full = allowed(str(threading.get_native_id()))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        trials.hold(0)  # no workers, no GPU: one CPU, the job's first
+        assert {allowed(task) for task in os.listdir("/proc/self/task")} == {str(min(trials.mask))}
+        assert torch.get_num_threads() == 1
+        trials.hold(None)
+        assert {allowed(task) for task in os.listdir("/proc/self/task")} == {full}
+        assert torch.get_num_threads() == trials.threads
+    finally:
+        stop.set()
+        other.join()
+        trials.hold(None)
