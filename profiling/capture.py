@@ -87,11 +87,8 @@ class Capture:
         """Count one batch; after `max_batches` of one loader, stop the script (exit 0).
 
         With the iterator and the moment the loop `asked` for this batch, also time the loop's own
-        step: from one batch of an epoch to the next, and how much of it was the wait for the batch.
-        The first batch of each epoch is left out (the workers starting), and so is the time between
-        epochs (evaluation, checkpoints), so that step minus wait is the loop body's compute. Work done
-        inside an epoch every N steps (an evaluation, a checkpoint) counts, in the mean, as the
-        profile's own compute per batch counts it."""
+        step (one batch to the next) and its wait for the batch. Each epoch's first batch and the time
+        between epochs are left out, so that step minus wait is the loop body's compute."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
         if self.trials is not None:

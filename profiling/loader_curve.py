@@ -120,17 +120,11 @@ def asleep_seconds() -> float | None:
 def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
                 max_batches: int = MAX_BATCHES, hold_s: float = 0.0) -> CurvePoint | None:
     """Batches per second with `workers` workers in steady state; None when too few batches come.
-    With `hold_s`, each batch is held that long before the next is asked for: the rate is then what
-    a loop with that compute per batch would get (at most 1 / hold_s), hand-over costs included, and
-    the point records how long the main process slept waiting for batches (`waited_s`): on a busy
-    machine the hand-over also waits for a CPU, which more workers cannot fix, and the sleep tells
-    the two apart. A hold that ends late (the process was off the CPU) is made up on the next one.
-
-    Start-up is left out twice over: the first batch (the workers starting), and then the batches
-    the workers built while it waited (k x prefetch_factor of them, handed over at once). Timing
-    from the first batch counted that backlog as throughput: on an H100 a 1 s window put 14 workers
-    up to 20 % above what they sustain. A loader too short for the backlog is timed from its first batch.
-    """
+    With `hold_s`, each batch is held that long (a late hold is made up on the next): the rate a loop
+    with that compute per batch would get, and how long the main process slept for batches (`waited_s`),
+    which tells a hand-over waiting for a CPU (more workers cannot fix it) from a slow loader.
+    Start-up is left out: the first batch and the k x prefetch_factor built meanwhile (counted, they put
+    14 workers up to 20 % above what they sustain on an H100); a loader too short for that is timed whole."""
     backlog = workers * (spec.prefetch_factor or 2) if workers > 0 else 0
     iterator = iter(spec.build(workers))
     stamps: list[float] = []

@@ -88,9 +88,8 @@ def profiled_script(meta: dict[str, Any]) -> Path | None:
 
 
 def is_kit_script(script: Path) -> bool:
-    """One of this kit's own scripts, whose flags the hints may name: inside the kit, outside its tests, and
-    taking the kit's `--metrics-json`. The kit's imitations of other styles (benchmarks/styles) are not:
-    their edits name their own flag or DataLoader line, as any user's script's do."""
+    """One of the kit's own scripts, whose flags the hints may name: inside the kit, outside its tests, taking
+    `--metrics-json` (benchmarks/styles imitate users' scripts, and get their edits)."""
     return KIT_ROOT in script.parents and "tests" not in script.relative_to(KIT_ROOT).parts \
         and takes_metrics_json(script)
 

@@ -65,11 +65,8 @@ def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: in
                  batches: int = DEFAULT_BATCHES, repeats: int = 1) -> list[Setting]:
     """One setting per worker count, each with the CPUs the kit's one rule gives it: the kit's own
     scripts through their flags, any other script through the capture hook. With `repeats`, pass after
-    pass over the counts, the order rotated each pass (as the trials in a run rotate theirs), so that a
-    drift hits every count alike: in one order, a second H100's passes each sped up from the first count
-    to the last (tiny_mlp 21,164 to 25,533 images/s in one, 23,054 to 29,459 in another), and in one order
-    a drift and the count cannot be told apart. Each pass after the first has its own folder `repeatN` (Slurm may run two
-    repeats of one count at once, and each keeps its log)."""
+    pass, each in an order rotated by one, so that a drift hits every count alike (an H100's passes sped
+    up from their first count to their last, by up to 28 %); pass n in its own folder `repeatN`."""
     result = []
     own_flags = takes_metrics_json(Path(command[0]))
     script, args = command[0], strip_flags(command[1:], ("--num-workers", "--metrics-json"))
