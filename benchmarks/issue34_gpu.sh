@@ -9,7 +9,7 @@
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
 mkdir -p "$OUT"
-{ nvidia-smi --query-gpu=name --format=csv,noheader; nproc; python3 -c "import torch, line_profiler; print(torch.__version__, line_profiler.__version__)"; } > "$OUT/machine.txt" 2>&1
+{ nvidia-smi --query-gpu=name,uuid --format=csv,noheader; nproc; python3 -c "import torch, line_profiler; print(torch.__version__, line_profiler.__version__)"; } > "$OUT/machine.txt" 2>&1
 judge() {  # NAME TIMEOUT WORKERS BATCHES -- SCRIPT ARGS
     local name=$1 limit=$2 workers=$3 batches=$4; shift 5
     timeout "$limit" bash benchmarks/own_styles_advice.sh "$OUT/$name" "$workers" 3 "$batches" -- "$@" \
