@@ -43,6 +43,16 @@ def first_cpus(count: int, mask: set[int] | None = None) -> set[int]:
     return set(sorted(os.sched_getaffinity(0) if mask is None else mask)[:max(count, 1)])
 
 
+def hold_process(cpus: set[int]) -> None:
+    """Every thread of this process (and what it forks later) onto `cpus`, as a job given them has its
+    threads: sched_setaffinity(0) moves only the calling thread, and torch's pool stayed where it was."""
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cpu_rule", description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("workers", "cpus"),

@@ -29,7 +29,7 @@ from typing import Any
 
 from profiling import capture, interrupts
 from profiling.argv import output_stem, script_problem
-from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
+from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
 from profiling.curve import write_curve
 from profiling.records import CurvePoint, LoaderCurve, curve_timing
 
@@ -165,7 +165,7 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
     try:
         for k in workers:
             if mask is not None:  # the workers fork from here, so they inherit the share
-                os.sched_setaffinity(0, first_cpus(cpus_for_workers(k, gpus, spec.pin_memory), mask))
+                hold_process(first_cpus(cpus_for_workers(k, gpus, spec.pin_memory), mask))
             point = time_loader(spec, k, seconds, max_batches, hold_s)
             if point is not None:
                 points.append(point)
@@ -173,7 +173,7 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
                       f"({point.batches} batches in {point.seconds:.2f} s)", file=log, flush=True)
     finally:
         if mask is not None:
-            os.sched_setaffinity(0, mask)
+            hold_process(mask)
     return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where, round(hold_s * 1e3, 3))
 
 

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from profiling import interrupts
-from profiling.cpu_rule import cpus_for_workers, first_cpus, workers_for_cpus
+from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -246,11 +246,7 @@ class Trials:
         if self.mask is None:
             return
         cpus = self.mask if workers is None else first_cpus(cpus_for_workers(workers, self.gpus, self.pin), self.mask)
-        for task in os.listdir("/proc/self/task"):
-            try:
-                os.sched_setaffinity(int(task), cpus)
-            except OSError:  # a thread that ended meanwhile
-                pass
+        hold_process(cpus)
         own = self.threads or len(cpus)
         torch.set_num_threads(own if workers is None else min(own, len(cpus)))
 
