@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from typing import Any
 
@@ -73,8 +74,7 @@ def step_noise(record: dict | None) -> dict[int, float]:
     for k, t in (record or {}).get("settings", {}).items():
         n, means = t.get("steps", 0), turns.get(int(k), [])
         if len(means) >= TURNS_FOR_SPREAD:
-            centre = sum(means) / len(means)
-            noise[int(k)] = math.sqrt(sum((m - centre) ** 2 for m in means) / (len(means) - 1) / len(means))
+            noise[int(k)] = statistics.stdev(means) / math.sqrt(len(means))
         elif n >= MIN_TIMED and "squares" in t:
             mean = t["seconds"] / n
             noise[int(k)] = math.sqrt(max(t["squares"] / n - mean * mean, 0.0) / (n - 1))
