@@ -40,7 +40,7 @@ c1)  # PART=c's first two scripts, with room (a device call)
     judge small_files 280 2,4,8,12 100 -- benchmarks/styles/small_files.py --epochs 4 ;;
 mixup)  # cpu_mixup alone: its profile takes ~60 s and each swept setting ~15 s, more than PART=c leaves it
     judge cpu_mixup 420 2,4,8,12 100 -- benchmarks/styles/cpu_mixup.py --epochs 4 ;;
-long-a|long-b|long-c)  # runs of 30-60 s, as a real job gives the trials, and sweeps of longer passes (3 each)
+long-a|long-b|long-c)  # runs of 30-70 s, as a real job gives the trials, and sweeps of longer passes (3 each)
     case ${PART#long-} in
     a) judge tiny_mlp 280 2,4,8,12 600 -- benchmarks/styles/tiny_mlp.py --epochs 10 --samples 60000
        judge conv_default1 280 2,4,8,12 600 -- benchmarks/styles/conv_default1.py --epochs 10 --samples 60000 ;;
