@@ -136,19 +136,17 @@ class ShardBatches(IterableDataset):
 
 
 def first_jpeg(shard_dir: Path) -> bytes:
-    """The bytes of the first sample's JPEG (to learn the image size before the workers start)."""
-    index = read_index(shard_dir)
-    listed = entries(index)
-    if not listed:
+    """The bytes of the first sample's JPEG (to learn the image size before the workers start), read
+    and checked as every batch is (`ShardBatches.read`)."""
+    shards = ShardBatches(shard_dir, 1, lambda jpegs, labels: None)
+    if not shards.entries:
         raise ShardError(f"{shard_dir}: the index lists no samples")
-    shard, off, size, _ = listed[0]
-    url = shard_dir / index["shards"][shard]["name"]
+    files: dict[int, int] = {}
     try:
-        with open(url, "rb") as fh:
-            fh.seek(off)
-            return fh.read(size)
-    except OSError as exc:
-        raise ShardError(f"shard {url}: unreadable ({exc.strerror or exc})") from None
+        return shards.read(range(1), files)[0][0]
+    finally:
+        for fd in files.values():
+            os.close(fd)
 
 
 def ddp_rank() -> tuple[int, int]:
