@@ -5,7 +5,8 @@
 # a (tiny_mlp, conv_default1) and c (augment_heavy, small_files, cpu_mixup), a device call each, or c1 and mixup
 # (c split in two, so that cpu_mixup finishes); 1 and quick
 # are the earlier calls; long-a, long-b and long-c judge all five on runs long enough for six rounds of turns. PART=overhead times a compute-bound script plain and under `profiling run`
-# (3 interleaved passes; WIDTH and SAMPLES size it).
+# (3 interleaved passes; WIDTH and SAMPLES size it). judge-* (tiny, conv, files, aug, mixup): one script a call, the
+# sweep timing several seconds a run inside one epoch.
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
 mkdir -p "$OUT"
@@ -48,6 +49,15 @@ long-a|long-b|long-c)  # runs of 30-70 s, as a real job gives the trials, and sw
        # augment_heavy timed 300 batches a run in issue34-long(2), and set B's sweep ran past its 300 s: 200 now
        judge augment_heavy 300 2,4,8,12 200 -- benchmarks/styles/augment_heavy.py --epochs 10 --samples 25600 ;;
     c) judge cpu_mixup 560 2,4,8,12 150 -- benchmarks/styles/cpu_mixup.py --epochs 6 ;;
+    esac ;;
+judge-tiny|judge-conv|judge-files|judge-aug|judge-mixup)  # a device call each: the sweep times 7-20 s a run
+    # (the long-* sweeps timed 1.4-9 s, and runs of one count spread 5-33 %), all inside one epoch (--samples sized)
+    case ${PART#judge-} in
+    tiny) judge tiny_mlp 560 2,4,8,12 3000 -- benchmarks/styles/tiny_mlp.py --epochs 3 --samples 240000 ;;
+    conv) judge conv_default1 560 2,4,8,12 2500 -- benchmarks/styles/conv_default1.py --epochs 3 --samples 192000 ;;
+    files) judge small_files 560 2,4,8,12 700 -- benchmarks/styles/small_files.py --epochs 4 --files 48000 ;;
+    aug) judge augment_heavy 560 2,4,8,12 500 -- benchmarks/styles/augment_heavy.py --epochs 3 --samples 76800 ;;
+    mixup) judge cpu_mixup 560 2,4,8,12 300 -- benchmarks/styles/cpu_mixup.py --epochs 2 --samples 49152 ;;
     esac ;;
 mixup-cost)  # cpu_mixup at 8 workers: plain, profiled trying nothing, profiled held to 8's CPUs, plain under taskset (as the sweep runs it)
     script=(benchmarks/styles/cpu_mixup.py --epochs 4 --num-workers 8)
