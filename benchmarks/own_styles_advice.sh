@@ -7,7 +7,8 @@
 #   bash benchmarks/own_styles_advice.sh OUT 2,4,8,12,14 3 300 -- benchmarks/styles/tiny_mlp.py --epochs 3
 #
 # OUT/profile.log: the report; OUT/sweep.log and OUT/sweep/: the sweep; OUT/verdict.json: the advice, the
-# sweep's best and knee, the ratio of their throughputs, and the two goals (within 5 %, at most knee + 2).
+# sweep's best and knee, the ratio of their throughputs, the two goals (within 5 %, at most knee + 2), and each
+# count's range over the passes, with whether the advice's runs reach the best's (if so, the sweep cannot part them).
 set -euo pipefail
 if [[ $# -lt 6 || $5 != -- ]]; then
     echo "usage: $0 OUT WORKERS REPEATS BATCHES -- SCRIPT [ARGS...]" >&2
@@ -27,13 +28,19 @@ lprof=$(ls "$out"/profile/*.lprof)  # given, so the sweep does not profile the s
     --output-dir "$out/sweep" -- "$@" \
     > "$out/sweep.log" 2>&1
 "$py" - "$out" "$k" <<'PY' | tee "$out/verdict.json"
-import json, sys
+import csv, json, sys
 out, k = sys.argv[1], int(sys.argv[2])
 sweep = json.load(open(f"{out}/sweep/sweep.json"))
 rate = {r["workers"]: r["images_per_sec"] for r in sweep["results"] if r["images_per_sec"]}
 best = max(rate, key=rate.get)
 ratio = rate[best] / rate[k]
+runs = {}  # every pass's rate per count: does the sweep itself separate the advice from its best?
+for row in csv.DictReader(open(f"{out}/sweep/runs.csv")):
+    if row["status"] == "ok" and row["images_per_sec"]:
+        runs.setdefault(int(row["workers"]), []).append(float(row["images_per_sec"]))
 print(json.dumps({"advice": k, "best": best, "knee": sweep["knee"], "ratio": round(ratio, 3),
                   "within_5pct": ratio <= 1.05, "at_most_knee_plus_2": k <= sweep["knee"] + 2,
-                  "images_per_sec": {w: round(r, 1) for w, r in sorted(rate.items())}}))
+                  "images_per_sec": {w: round(r, 1) for w, r in sorted(rate.items())},
+                  "runs_range": {w: [round(min(r)), round(max(r))] for w, r in sorted(runs.items())},
+                  "advice_runs_overlap_best": bool(runs) and max(runs[k]) >= min(runs[best])}))
 PY
