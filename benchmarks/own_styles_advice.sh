@@ -8,7 +8,8 @@
 #
 # OUT/profile.log: the report; OUT/sweep.log and OUT/sweep/: the sweep; OUT/verdict.json: the advice, the
 # sweep's best and knee, the ratio of their throughputs, the two goals (within 5 %, at most knee + 2), and each
-# count's range over the passes, with whether the advice's runs reach the best's (if so, the sweep cannot part them).
+# count's range over the passes, with whether the advice's runs reach the best's (if so, the sweep cannot part them),
+# and each count's median data wait a step in the sweep (near zero: its workers kept up there).
 set -euo pipefail
 if [[ $# -lt 6 || $5 != -- ]]; then
     echo "usage: $0 OUT WORKERS REPEATS BATCHES -- SCRIPT [ARGS...]" >&2
@@ -34,13 +35,15 @@ sweep = json.load(open(f"{out}/sweep/sweep.json"))
 rate = {r["workers"]: r["images_per_sec"] for r in sweep["results"] if r["images_per_sec"]}
 best = max(rate, key=rate.get)
 ratio = rate[best] / rate[k]
-runs = {}  # every pass's rate per count: does the sweep itself separate the advice from its best?
+runs, waits = {}, {}  # every pass per count: does the sweep itself part the advice from its best, and did it wait?
 for row in csv.DictReader(open(f"{out}/sweep/runs.csv")):
     if row["status"] == "ok" and row["images_per_sec"]:
         runs.setdefault(int(row["workers"]), []).append(float(row["images_per_sec"]))
+        waits.setdefault(int(row["workers"]), []).append(float(row["wait_ms"] or "nan"))
 print(json.dumps({"advice": k, "best": best, "knee": sweep["knee"], "ratio": round(ratio, 3),
                   "within_5pct": ratio <= 1.05, "at_most_knee_plus_2": k <= sweep["knee"] + 2,
                   "images_per_sec": {w: round(r, 1) for w, r in sorted(rate.items())},
                   "runs_range": {w: [round(min(r)), round(max(r))] for w, r in sorted(runs.items())},
-                  "advice_runs_overlap_best": bool(runs) and max(runs[k]) >= min(runs[best])}))
+                  "advice_runs_overlap_best": bool(runs) and max(runs[k]) >= min(runs[best]),
+                  "sweep_wait_ms": {w: round(sorted(x)[len(x) // 2], 2) for w, x in sorted(waits.items())}}))
 PY
