@@ -35,15 +35,15 @@ sweep = json.load(open(f"{out}/sweep/sweep.json"))
 rate = {r["workers"]: r["images_per_sec"] for r in sweep["results"] if r["images_per_sec"]}
 best = max(rate, key=rate.get)
 ratio = rate[best] / rate[k]
-runs, waits = {}, {}  # every pass per count: does the sweep itself part the advice from its best, and did it wait?
+runs = {}  # every pass's rate per count: does the sweep itself part the advice from its best?
 for row in csv.DictReader(open(f"{out}/sweep/runs.csv")):
     if row["status"] == "ok" and row["images_per_sec"]:
         runs.setdefault(int(row["workers"]), []).append(float(row["images_per_sec"]))
-        waits.setdefault(int(row["workers"]), []).append(float(row["wait_ms"] or "nan"))
 print(json.dumps({"advice": k, "best": best, "knee": sweep["knee"], "ratio": round(ratio, 3),
                   "within_5pct": ratio <= 1.05, "at_most_knee_plus_2": k <= sweep["knee"] + 2,
                   "images_per_sec": {w: round(r, 1) for w, r in sorted(rate.items())},
                   "runs_range": {w: [round(min(r)), round(max(r))] for w, r in sorted(runs.items())},
                   "advice_runs_overlap_best": bool(runs) and max(runs[k]) >= min(runs[best]),
-                  "sweep_wait_ms": {w: round(sorted(x)[len(x) // 2], 2) for w, x in sorted(waits.items())}}))
+                  "sweep_wait_ms": {r["workers"]: round(r["wait_ms"], 2) for r in sweep["results"]  # the passes' median
+                                    if r.get("wait_ms") is not None}}))
 PY
