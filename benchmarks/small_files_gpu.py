@@ -44,7 +44,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--train", type=int, default=50_000)
     p.add_argument("--per-shard", type=int, default=1024)
     p.add_argument("--workers", type=int, default=None, help="default: CPUs minus 2")
-    p.add_argument("--sources", default="folder,shards")
+    p.add_argument("--sources", default="folder,shards", help="any of folder, shards, tiled (shards of --tile sheets)")
+    p.add_argument("--tile", type=int, default=4, help="for the tiled source: T x T images a sheet")
     p.add_argument("--places", default="local,sshfs")
     p.add_argument("--decodes", default="gpu,cpu")
     p.add_argument("--caches", default="cold,warm")
@@ -89,7 +90,8 @@ def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, 
             "images": m["train_images"], "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
             "data_wait_pct": 100 * m["data_wait_fraction"],
             "loader_wait_pct": 100 * m["loader_wait_seconds"] / m["train_seconds"],
-            "gpu_util_pct": util, "gpu_samples": n, "cores": cores.cores(start, end)}
+            "gpu_util_pct": util, "gpu_samples": n, "cores": cores.cores(start, end),
+            "jpeg_engines": m["settings"].get("jpeg_engines"), "tile": m["settings"].get("tile", 1)}
 
 
 @contextlib.contextmanager
@@ -164,6 +166,12 @@ def main() -> int:
         shards.write_shards(args.root / "train", shard_dir, args.per_shard, seed=1)
         print(f"sharded in {time.perf_counter() - t0:.0f} s", flush=True)
     sources = {"folder": args.root / "train", "shards": shard_dir}
+    if "tiled" in args.sources.split(","):
+        sources["tiled"] = args.root / f"shards-{args.per_shard}-tile{args.tile}"
+        if not shards.is_shard_dir(sources["tiled"]):
+            t0 = time.perf_counter()
+            shards.write_shards(args.root / "train", sources["tiled"], args.per_shard, seed=1, tile=args.tile)
+            print(f"tiled ({args.tile} x {args.tile}) in {time.perf_counter() - t0:.0f} s", flush=True)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.decode_batches:
         rates = decode_rates(shard_dir, args.decode_batches)

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--per-shard", type=_count, default=1024, help="samples per shard")
     s.add_argument("--seed", type=int, default=1,
                    help="the written order is the shuffle of lesson 1's training script for this seed")
+    s.add_argument("--tile", type=_count, default=1, metavar="T",
+                   help="paste each T x T consecutive images (all one size) into one JPEG sheet, so that a "
+                        "GPU decoder pays its per-image cost once a sheet (lesson 09, --decode gpu); 1: none")
     c = verbs.add_parser("check", help="read every shard's headers; name each bad one and exit 2")
     c.add_argument("shards", type=Path)
     e = verbs.add_parser("evict", help="drop files from the page cache (vmtouch -e) and show what stays resident")
@@ -93,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             _exists(args.folder, "folder")
             if args.per_shard < 1:
                 raise ValueError("--per-shard must be at least 1")
+            if args.tile < 1:
+                raise ValueError("--tile must be at least 1")
             t0 = time.perf_counter()
-            index = shards.write_shards(args.folder, args.out, args.per_shard, args.seed)
+            index = shards.write_shards(args.folder, args.out, args.per_shard, args.seed, args.tile)
             print(f"wrote {len(index['shards'])} shards of up to {args.per_shard} samples "
                   f"({index['samples']} samples, order seed {args.seed}) to {args.out} "
                   f"in {time.perf_counter() - t0:.1f} s")

@@ -27,14 +27,17 @@ from torch.utils.data import default_collate
 from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg
 from torchvision.ops import roi_align
 
+from small_files.nvjpeg import hardware_decoder
 from small_files.slots import BatchSlots, InSlot
 from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
 
 SCALE, RATIO, TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10
 
 # (JPEG bytes of the images nvJPEG decodes, uint8), (their byte counts), (labels of the whole batch),
-# (the other images, decoded by the worker: (K, 3, H, W) uint8, a list when their sizes differ, or in a slot)
-Packed = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor] | InSlot]
+# (the other images, decoded by the worker: (K, 3, H, W) uint8, a list when their sizes differ, or in a slot),
+# and from tiled shards a fifth: where each sample lies in the sheets (shardread.cells)
+Packed = (tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | list[torch.Tensor] | InSlot]
+          | tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[torch.Tensor], torch.Tensor])
 
 
 def nvjpeg_count(images: int, gpu_share: float) -> int:
@@ -43,11 +46,16 @@ def nvjpeg_count(images: int, gpu_share: float) -> int:
 
 
 def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0,
-         slots: BatchSlots | None = None) -> Packed:
+         slots: BatchSlots | None = None, where: torch.Tensor | None = None) -> Packed:
     """One batch, cheap to hand from a worker to the main process: the first `gpu_share` of its
     images stay JPEG bytes for nvJPEG, the rest the worker decodes itself (libjpeg-turbo, no
     augmentation), so that the CPUs take the part of the decoding that nvJPEG cannot keep up with.
-    With `slots`, the decoded images go into the worker's next batch slot where they fit."""
+    With `slots`, the decoded images go into the worker's next batch slot where they fit.
+    From tiled shards (`where` given), every sheet goes to nvJPEG whatever the share."""
+    if where is not None:
+        data = torch.frombuffer(bytearray(b"".join(jpegs)), dtype=torch.uint8)
+        return (data, torch.tensor([len(j) for j in jpegs], dtype=torch.int64),
+                torch.tensor(labels, dtype=torch.int64), [], where)
     on_gpu = nvjpeg_count(len(jpegs), gpu_share)
     joined = bytearray(b"".join(jpegs[:on_gpu]))
     data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)
@@ -68,8 +76,8 @@ class Packer:
     def __init__(self, gpu_share: float = 1.0, slots: BatchSlots | None = None) -> None:
         self.gpu_share, self.slots = gpu_share, slots
 
-    def __call__(self, jpegs: Sequence[bytes], labels: Sequence[int]) -> Packed:
-        return pack(jpegs, labels, self.gpu_share, self.slots)
+    def __call__(self, jpegs: Sequence[bytes], labels: Sequence[int], where: torch.Tensor | None = None) -> Packed:
+        return pack(jpegs, labels, self.gpu_share, self.slots, where)
 
     def samples(self, samples: Sequence[tuple[bytes, int]]) -> Packed:
         """As a DataLoader collate_fn: (bytes, label) samples of an image folder."""
@@ -109,23 +117,39 @@ def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     return (t if t.is_pinned() else t.pin_memory()).to(device, non_blocking=True)
 
 
-def augment(images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor, size: int) -> torch.Tensor:
+def augment(images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor, size: int,
+            image: torch.Tensor | None = None) -> torch.Tensor:
     """Crop each image to its box, resize to size x size, flip where asked, normalise: one call each.
 
-    images: (N, 3, H, W) uint8 on any device; boxes: (N, 4) pixel edges; flips: (N,) bool.
+    images: (N, 3, H, W) uint8 on any device; boxes: (N, 4) pixel edges; flips: (N,) bool. With
+    `image`, box k is cut from images[image[k]] (several samples from one tiled sheet).
     """
-    device = images.device
-    rois = _to(torch.cat([torch.arange(len(boxes), dtype=torch.float32)[:, None], boxes], 1), device)
-    out = roi_align(images.float(), rois, output_size=(size, size), spatial_scale=1.0, sampling_ratio=-1, aligned=True)
-    out = torch.where(_to(flips, device)[:, None, None, None], out.flip(3), out)
-    scale = _to(torch.tensor([IMAGENET_MEAN, IMAGENET_STD]).mul_(255).view(2, 1, 3, 1, 1), device)
+    out = roi_align(images.float(), _rois(boxes, images.device, image), output_size=(size, size), spatial_scale=1.0,
+                    sampling_ratio=-1, aligned=True)
+    return _flip_normalise(out, flips)
+
+
+def _rois(boxes: torch.Tensor, device: torch.device, image: torch.Tensor | None = None) -> torch.Tensor:
+    """roi_align's boxes: the image's index in the batch, then x1, y1, x2, y2."""
+    index = torch.arange(len(boxes)) if image is None else image
+    return _to(torch.cat([index.float()[:, None], boxes], 1), device)
+
+
+def _flip_normalise(out: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
+    out = torch.where(_to(flips, out.device)[:, None, None, None], out.flip(3), out)
+    scale = _to(torch.tensor([IMAGENET_MEAN, IMAGENET_STD]).mul_(255).view(2, 1, 3, 1, 1), out.device)
     return out.sub_(scale[0]).div_(scale[1])
 
 
-def decode(data: torch.Tensor, sizes: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
-    """nvJPEG on the whole batch in one call (decode_jpeg on a list); RGB, (3, H, W) uint8 each."""
+def decode(data: torch.Tensor, sizes: torch.Tensor, device: torch.device, engines: bool = True) -> list[torch.Tensor]:
+    """nvJPEG on the whole batch in one call; RGB, (3, H, W) uint8 each. On CUDA with `engines`, the GPU's
+    hardware JPEG engines decode it (small_files/nvjpeg.py); without them, or for an image they cannot
+    decode, torchvision's decode_jpeg on a list does."""
     if len(sizes) == 0:
         return []
+    if engines and device.type == "cuda" and (hardware := hardware_decoder(device)) is not None:
+        if (images := hardware.decode_rgb(data, sizes)) is not None:
+            return images
     parts = list(torch.split(data, sizes.tolist()))
     return decode_jpeg(parts, mode=ImageReadMode.RGB, device=device)
 
@@ -155,8 +179,9 @@ class GpuBatches:
 
     def __init__(self, loader: Iterable[Packed], device: torch.device, size: int, seed: int,
                  memory_format: torch.memory_format = torch.contiguous_format, ahead: int = 2,
-                 slots: BatchSlots | None = None) -> None:
+                 slots: BatchSlots | None = None, engines: bool = True, priority: int = 0) -> None:
         self.loader, self.device, self.size, self.ahead = loader, device, size, ahead
+        self.engines, self.priority = engines, priority
         self.memory_format, self.slots = memory_format, slots
         self.copying: deque[tuple[torch.cuda.Event, InSlot]] = deque()  # slots being copied to the GPU
         self.generator = torch.Generator().manual_seed(seed)
@@ -188,14 +213,21 @@ class GpuBatches:
             self.slots.release(ref)  # type: ignore[union-attr]
 
     def batch(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
-        data, sizes, labels, decoded = packed
+        data, sizes, labels, decoded, *tiled = packed
+        if tiled:  # sheets of tiled shards: decode each once, cut every sample from its own
+            sheets, _, _ = stack(decode(data, sizes, self.device, self.engines))
+            where = tiled[0]  # per sample: sheet, x, y, width, height
+            boxes = crop_boxes(where[:, 4], where[:, 3], self.generator) + where[:, [1, 2, 1, 2]].float()
+            flips = torch.rand(len(labels), generator=self.generator) < 0.5
+            out = augment(sheets, boxes, flips, self.size, where[:, 0])
+            return out.contiguous(memory_format=self.memory_format), labels
         if isinstance(decoded, InSlot):
             decoded = list(self.from_slot(decoded).unbind())
         elif isinstance(decoded, torch.Tensor):
             decoded = list(_to(decoded, self.device).unbind()) if len(decoded) else []
         else:
             decoded = [_to(d, self.device) for d in decoded]
-        images, heights, widths = stack(decode(data, sizes, self.device) + decoded)
+        images, heights, widths = stack(decode(data, sizes, self.device, self.engines) + decoded)
         boxes = crop_boxes(heights, widths, self.generator)
         flips = torch.rand(len(labels), generator=self.generator) < 0.5
         return augment(images, boxes, flips, self.size).contiguous(memory_format=self.memory_format), labels
@@ -228,7 +260,7 @@ class GpuBatches:
             self.slots.page_lock()
         ready: queue.Queue = queue.Queue(maxsize=self.ahead)
         stop = threading.Event()
-        stream = torch.cuda.Stream(self.device)
+        stream = torch.cuda.Stream(self.device, priority=self.priority)
 
         def hand_over(item: object) -> bool:
             while not stop.is_set():

@@ -13,13 +13,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
 from torch.utils.data import DataLoader, Subset
 from torchvision import datasets
 
 from digits.data import shuffled
 from small_files.shardread import ShardBatches
 from small_files.shards import is_shard_dir, shard_dataset
-from small_files.transforms import decode_image, read_bytes, train_transform  # the lesson's own work
+from small_files.transforms import decode_images, read_bytes, train_transform  # the lesson's own work
 
 READERS = ("index", "webdataset")
 
@@ -30,10 +31,16 @@ class Pairs:
     def __init__(self, transform: Callable | None) -> None:
         self.transform = transform
 
-    def __call__(self, jpegs: list[bytes], labels: list[int]) -> list[tuple[object, int]]:
-        if self.transform is None:
+    def __call__(self, jpegs: list[bytes], labels: list[int],
+                 where: torch.Tensor | None = None) -> list[tuple[object, int]]:
+        if self.transform is not None:
+            return [(self.transform(im), label) for im, label in zip(decode_images(jpegs, where), labels)]
+        if where is None:
             return list(zip(jpegs, labels))
-        return [(self.transform(decode_image(j)), label) for j, label in zip(jpegs, labels)]
+        # tiled shards: a sheet's bytes go with the first of its samples, so each is counted once
+        sheets = where[:, 0].tolist()
+        return [(jpegs[n] if k == 0 or sheets[k - 1] != n else b"", label)
+                for k, (n, label) in enumerate(zip(sheets, labels))]
 
 
 def _loader(source: Path, workers: int, samples: int | None, decode: bool, seed: int,

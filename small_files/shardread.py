@@ -10,6 +10,9 @@ Why not WebDataset's own reader (shards.shard_dataset, kept to measure against):
    loader's round robin over its workers hands the batches over in the written order (the
    folder's shuffled order) whatever the number of workers.
 
+In tiled shards (shards.py, `--tile`) several samples share one JPEG, a sheet: a batch then reads
+each sheet once, and hands over with it where each sample lies in its sheet (`Cells`).
+
 Each tar header in front of a JPEG is checked (ustar magic, a .jpg name, the size), so shards
 rewritten without their index, or cut short, stop the run with one line naming the shard.
 """
@@ -29,12 +32,21 @@ from small_files.shards import ShardError, read_index
 
 HEADER = 512  # a ustar header, in front of every member's bytes
 READ_AHEAD = 2  # batches a worker's reader thread fetches while the worker decodes
-Entry = tuple[int, int, int, int]  # (shard number, offset of the JPEG bytes, their size, label)
+Entry = tuple[int, int, int, int, int]  # (shard, offset of the JPEG bytes, their size, label, cell or -1)
 
 
 def entries(index: dict) -> list[Entry]:
     """Every sample of the index in the written order."""
-    return [(n, off, size, label) for n, shard in enumerate(index["shards"]) for off, size, label in shard["jpg"]]
+    return [(n, e[0], e[1], e[2], e[3] if len(e) > 3 else -1)
+            for n, shard in enumerate(index["shards"]) for e in shard["jpg"]]
+
+
+def cells(cell: list[int], places: list[tuple[int, int]], tile: int) -> torch.Tensor:
+    """Cells: per sample of a batch, (which of the batch's sheets, x, y, width, height) of its image,
+    from (sheet, cell number) pairs, the sheets' `tile` columns and the images' [height, width]."""
+    height, width = cell
+    return torch.tensor([(sheet, (k % tile) * width, (k // tile) * height, width, height) for sheet, k in places],
+                        dtype=torch.int64).reshape(-1, 5)
 
 
 def my_batches(samples: int, batch: int, ranks: int, rank: int, workers: int, worker: int) -> list[range]:
@@ -72,6 +84,7 @@ class ShardBatches(IterableDataset):
         index = read_index(shard_dir)
         self.urls = [str(shard_dir / s["name"]) for s in index["shards"]]
         self.entries = entries(index)
+        self.tile, self.cell = index.get("tile", 1), index.get("cell")
         self.batch_size, self.make_batch, self.ranks, self.rank = batch_size, make_batch, ranks, rank
 
     @property
@@ -82,9 +95,10 @@ class ShardBatches(IterableDataset):
     def __len__(self) -> int:
         return len(my_batches(len(self.entries), self.batch_size, self.ranks, self.rank, 1, 0))
 
-    def read(self, positions: range, files: dict[int, int]) -> tuple[list[bytes], list[int]]:
-        """The JPEG bytes and labels of consecutive samples: one read per shard they lie in."""
-        jpegs, labels = [], []
+    def read(self, positions: range, files: dict[int, int]) -> tuple[list[bytes], list[int], torch.Tensor | None]:
+        """The JPEG bytes and labels of consecutive samples: one read per shard they lie in. In tiled
+        shards the JPEGs are the sheets the samples lie in, each once, and the Cells say where."""
+        jpegs, labels, places = [], [], []
         todo = [self.entries[i] for i in positions]
         while todo:
             shard = todo[0][0]
@@ -101,13 +115,17 @@ class ShardBatches(IterableDataset):
             if len(data) < hi - lo:
                 raise ShardError(f"shard {url}: unreadable (cut short: {lo + len(data)} bytes, "
                                  f"the index needs {hi})")
-            for _, off, size, label in group:
-                if not _checked_header(data, off - HEADER - lo, size):
-                    raise ShardError(f"shard {url}: no JPEG member where the index says (byte {off}); "
-                                     "write the shards again")
-                jpegs.append(data[off - lo:off - lo + size].tobytes())
+            last = None
+            for _, off, size, label, cell in group:
+                if off != last:  # a new JPEG (in tiled shards, consecutive samples share one)
+                    if not _checked_header(data, off - HEADER - lo, size):
+                        raise ShardError(f"shard {url}: no JPEG member where the index says (byte {off}); "
+                                         "write the shards again")
+                    jpegs.append(data[off - lo:off - lo + size].tobytes())
+                    last = off
                 labels.append(label)
-        return jpegs, labels
+                places.append((len(jpegs) - 1, cell))
+        return jpegs, labels, None if self.tile == 1 else cells(self.cell, places, self.tile)
 
     def __iter__(self) -> Iterator[object]:
         """This worker's batches, each read by a helper thread while the batches before it are decoded.
@@ -125,10 +143,10 @@ class ShardBatches(IterableDataset):
         try:
             ahead = deque(reader.submit(self.read, positions, files) for positions in mine[:READ_AHEAD])
             for i in range(len(mine)):
-                jpegs, labels = ahead.popleft().result()
+                jpegs, labels, where = ahead.popleft().result()
                 if i + READ_AHEAD < len(mine):
                     ahead.append(reader.submit(self.read, mine[i + READ_AHEAD], files))
-                yield self.make_batch(jpegs, labels)
+                yield self.make_batch(jpegs, labels) if where is None else self.make_batch(jpegs, labels, where)
         finally:
             reader.shutdown(wait=True, cancel_futures=True)  # no read left running when the files close
             for fd in files.values():
@@ -137,7 +155,7 @@ class ShardBatches(IterableDataset):
 
 def first_jpeg(shard_dir: Path) -> bytes:
     """The bytes of the first sample's JPEG (to learn the image size before the workers start), read
-    and checked as every batch is (`ShardBatches.read`)."""
+    and checked as every batch is (`ShardBatches.read`); in tiled shards, its sheet's."""
     shards = ShardBatches(shard_dir, 1, lambda jpegs, labels: None)
     if not shards.entries:
         raise ShardError(f"{shard_dir}: the index lists no samples")

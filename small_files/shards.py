@@ -11,22 +11,34 @@ A shard holds samples `<class>/<index>.jpg` (the file's bytes, unchanged) and `<
 sample, where its JPEG bytes start in the tar, how many there are and its label: the kit's own
 reader (shardread.py) reads a batch as one byte range with no tar parsing, and any WebDataset
 reader still reads the same files.
+
+Tiled shards (`--tile T`) group the images themselves as well as the files: T x T consecutive
+samples of one size are pasted into one JPEG, a sheet (`sheetNNNNNN.jpg`, with their labels in
+`sheetNNNNNN.labels`), and each sample's entry in the index also gives its cell in the sheet.
+Why: a GPU's JPEG decoder (nvJPEG) pays a fixed cost for every image it decodes, and for 160 px
+images that cost, not the pixels, is the limit (docs/small-files.md). The kit's reader cuts each
+sample out of its sheet; a WebDataset reader sees one sample per sheet. The sheet is encoded again
+(quality 95), so its pixels differ slightly from the files'.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import tarfile
 import warnings
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 import webdataset as wds
+from PIL import Image
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, make_dataset
 
 INDEX = "index.json"
 INDEX_VERSION = 2  # 2: each shard lists its samples' JPEG offsets, sizes and labels
+SHEET_QUALITY = 95  # a tiled sheet is encoded again; high, so the second encoding changes little
 
 
 class ShardError(ValueError):
@@ -45,45 +57,99 @@ def sample_order(n: int, seed: int) -> list[int]:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
 
 
-def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0) -> dict:
+def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0, tile: int = 1,
+                 jobs: int | None = None) -> dict:
     """Write OUT/shard-NNNNNN.tar of `per_shard` samples each, then OUT/index.json.
 
-    Each shard is written under a temporary name and renamed when complete, so an interrupted
-    run never leaves a half shard behind a valid name.
+    With tile > 1, each run of tile x tile samples of a shard becomes one sheet (see the module's
+    docstring), and the shards are made in `jobs` processes (default: one per usable CPU), since
+    each image is decoded and each sheet encoded. Each shard is written under a temporary name and
+    renamed when complete, so an interrupted run never leaves a half shard behind a valid name.
     """
     samples, classes = folder_samples(folder)
     if not samples:
         raise ShardError(f"{folder}: no images in ImageFolder layout (FOLDER/<class>/<file>.jpg)")
     out.mkdir(parents=True, exist_ok=True)
     order = sample_order(len(samples), seed)
-    shards = []
-    for number, start in enumerate(range(0, len(order), per_shard)):
-        name = f"shard-{number:06d}.tar"
-        tmp = out / f".{name}.tmp{os.getpid()}"
-        chunk = order[start:start + per_shard]
-        # A fixed whole-second mtime: reproducible shards, and plain ustar headers (a float mtime
-        # makes Python add a PAX header to every member, which doubles the parsing on read).
-        with open(tmp, "wb") as f, wds.TarWriter(f, mtime=0) as sink:
-            for i in chunk:
-                path, label = samples[i]
-                key = f"{classes[label]}/{Path(path).stem}"
-                sink.write({"__key__": key, "jpg": Path(path).read_bytes(), "cls": label})
-        os.replace(tmp, out / name)
-        shards.append({"name": name, "samples": len(chunk),
-                       "jpg": _jpg_entries(out / name, [samples[i][1] for i in chunk])})
+    work = [(out, number, [samples[i] for i in order[start:start + per_shard]], classes, tile, start)
+            for number, start in enumerate(range(0, len(order), per_shard))]
+    jobs = 1 if tile == 1 else min(jobs or len(os.sched_getaffinity(0)), len(work))
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            written = list(pool.map(_write_shard, work))
+    else:
+        written = [_write_shard(item) for item in work]
+    sizes = {tuple(size) for _, size in written if size is not None}
+    if len(sizes) > 1:
+        raise ShardError(f"{folder}: images of {len(sizes)} sizes; --tile needs every image the same size "
+                         "(resize them first, or leave out --tile)")
     index = {"format": "webdataset", "version": INDEX_VERSION, "samples": len(samples), "per_shard": per_shard,
-             "seed": seed, "classes": classes, "shards": shards}
+             "seed": seed, "classes": classes, "shards": [shard for shard, _ in written]}
+    if tile > 1:
+        index["tile"], index["cell"] = tile, written[0][1]  # cell: [height, width] of every sample
     (out / INDEX).write_text(json.dumps(index, separators=(",", ":")) + "\n")  # 50,000 samples: 1 MB
     return index
 
 
-def _jpg_entries(shard: Path, labels: list[int]) -> list[list[int]]:
-    """[offset of the JPEG bytes, their size, label] per sample, in the written order (read back from the tar)."""
+def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, int]) -> tuple[dict, list[int] | None]:
+    """One shard of (path, label) samples: its index entry, and the size of its images if tiled."""
+    out, number, chunk, classes, tile, start = item
+    name = f"shard-{number:06d}.tar"
+    tmp = out / f".{name}.tmp{os.getpid()}"
+    cell_size = None
+    try:
+        # A fixed whole-second mtime: reproducible shards, and plain ustar headers (a float mtime
+        # makes Python add a PAX header to every member, which doubles the parsing on read).
+        with open(tmp, "wb") as f, wds.TarWriter(f, mtime=0) as sink:
+            if tile == 1:
+                for path, label in chunk:
+                    sink.write({"__key__": f"{classes[label]}/{Path(path).stem}", "jpg": Path(path).read_bytes(),
+                                "cls": label})
+            for first in range(0, len(chunk) if tile > 1 else 0, tile * tile):
+                group = chunk[first:first + tile * tile]
+                sheet, cell_size = _sheet([path for path, _ in group], tile, cell_size)
+                sink.write({"__key__": f"sheet{start + first:06d}", "jpg": sheet,
+                            "labels": " ".join(str(label) for _, label in group)})
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, out / name)
+    labels = [label for _, label in chunk]
+    return {"name": name, "samples": len(chunk), "jpg": _jpg_entries(out / name, labels, tile)}, cell_size
+
+
+def _sheet(paths: list[str], tile: int, size: list[int] | None) -> tuple[bytes, list[int]]:
+    """One JPEG of the images in rows of `tile`, and the [height, width] they all share."""
+    images = []
+    for path in paths:
+        with Image.open(path) as im:
+            images.append(im.convert("RGB"))
+        if size is None:
+            size = [images[0].height, images[0].width]
+        if [images[-1].height, images[-1].width] != size:
+            raise ShardError(f"{path}: {images[-1].width}x{images[-1].height} pixels; --tile needs every "
+                             f"image the same size (the first was {size[1]}x{size[0]}): resize them first, "
+                             "or leave out --tile")
+    height, width = size
+    sheet = Image.new("RGB", (tile * width, -(-len(images) // tile) * height))
+    for k, im in enumerate(images):
+        sheet.paste(im, ((k % tile) * width, (k // tile) * height))
+    buffer = io.BytesIO()
+    sheet.save(buffer, format="JPEG", quality=SHEET_QUALITY)
+    return buffer.getvalue(), size
+
+
+def _jpg_entries(shard: Path, labels: list[int], tile: int = 1) -> list[list[int]]:
+    """[offset of the JPEG bytes, their size, label] per sample, in the written order (read back from
+    the tar); in tiled shards, [offset and size of the sample's sheet, label, cell in the sheet]."""
     with tarfile.open(shard) as tar:
         jpgs = [(m.offset_data, m.size) for m in tar if m.name.endswith(".jpg")]
-    if len(jpgs) != len(labels):
+    cells = tile * tile
+    if len(jpgs) != -(-len(labels) // cells):
         raise ShardError(f"shard {shard}: wrote {len(labels)} samples, found {len(jpgs)} .jpg members")
-    return [[offset, size, label] for (offset, size), label in zip(jpgs, labels)]
+    if tile == 1:
+        return [[offset, size, label] for (offset, size), label in zip(jpgs, labels)]
+    return [[*jpgs[k // cells], label, k % cells] for k, label in enumerate(labels)]
 
 
 def is_shard_dir(path: Path) -> bool:
@@ -105,9 +171,11 @@ def read_index(shard_dir: Path) -> dict:
     return index
 
 
-def check_shard(path: Path, expected: int | None = None, entries: list[list[int]] | None = None) -> int:
+def check_shard(path: Path, expected: int | None = None, entries: list[list[int]] | None = None,
+                tile: int = 1) -> int:
     """Read every header of one shard; return its sample count or raise ShardError naming it.
     With the index's entries, also check that each JPEG lies where the index says."""
+    label_ext = "cls" if tile == 1 else "labels"
     members: dict[str, set[str]] = {}
     jpgs = []
     try:
@@ -122,14 +190,16 @@ def check_shard(path: Path, expected: int | None = None, entries: list[list[int]
     except (tarfile.TarError, OSError) as exc:
         raise ShardError(f"shard {path}: unreadable tar ({exc})") from None
     for key, exts in members.items():
-        if not {"jpg", "cls"} <= exts:
-            lacking = ", ".join(sorted({"jpg", "cls"} - exts))
+        if not {"jpg", label_ext} <= exts:
+            lacking = ", ".join(sorted({"jpg", label_ext} - exts))
             raise ShardError(f"shard {path}: sample {key} has no .{lacking} member")
-    if expected is not None and len(members) != expected:
-        raise ShardError(f"shard {path}: {len(members)} samples, the index says {expected}")
-    if entries is not None and jpgs != [e[:2] for e in entries]:
+    samples = len(members) if tile == 1 else len(entries or [])
+    if expected is not None and (samples != expected or len(members) != -(-expected // (tile * tile))):
+        raise ShardError(f"shard {path}: {len(members)} {'samples' if tile == 1 else 'sheets'}, "
+                         f"the index says {expected} samples")
+    if entries is not None and jpgs != [e[:2] for e in entries if len(e) < 4 or e[3] == 0]:
         raise ShardError(f"shard {path}: its JPEGs are not where {INDEX} says; write the shards again")
-    return len(members)
+    return samples
 
 
 def check_shards(shard_dir: Path) -> tuple[int, list[str]]:
@@ -138,7 +208,7 @@ def check_shards(shard_dir: Path) -> tuple[int, list[str]]:
     good, problems = 0, []
     for shard in index["shards"]:
         try:
-            good += check_shard(shard_dir / shard["name"], shard["samples"], shard["jpg"])
+            good += check_shard(shard_dir / shard["name"], shard["samples"], shard["jpg"], index.get("tile", 1))
         except ShardError as exc:
             problems.append(str(exc))
     return good, problems

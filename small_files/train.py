@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the rest (no augmentation), for when nvJPEG alone cannot keep up with the GPU. 0: the "
                         "workers decode every image and the GPU only crops, the fastest on the H100 and H200 "
                         "nodes measured (lesson 09, many small files)")
+    p.add_argument("--jpeg-engines", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --decode gpu: nvJPEG on the GPU's hardware JPEG engines, called once a batch "
+                        "(small_files/nvjpeg.py), where the GPU has them; --no-jpeg-engines: torchvision's decode_jpeg")
     p.add_argument("--warmup-steps", type=int, default=0, metavar="N",
                    help="N untimed steps on random images first (weights restored after), so the timed "
                         "epoch starts with CUDA's and nvJPEG's start-up done")
@@ -168,6 +171,10 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     common = loader_options(args, device)
     test_loader = DataLoader(test_ds, batch_size=args.test_batch_size, **common) if test_ds else None
     if is_shard_dir(args.data):
+        args.tile = read_index(args.data).get("tile", 1)
+        if gpu and args.tile > 1 and args.gpu_decode_share < 1:
+            raise lesson1.SetupError(f"--gpu-decode-share {args.gpu_decode_share}: {args.data} holds tiled sheets, "
+                                     "which nvJPEG decodes whole; leave the share at 1, or use untiled shards")
         make_batch = gpu_packer(args, common, first_jpeg(args.data)) if gpu else \
             DecodeBatch(train_transform(args.image_size))
         train_ds = ShardBatches(args.data, args.batch_size, make_batch, *ddp_rank())
@@ -186,6 +193,14 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     else:
         train_loader, _ = lesson1.make_loaders(args, train_ds, train_ds, device)
     return FirstBatch(train_loader, len(train_ds)), test_loader, len(train_ds.classes)
+
+
+def jpeg_engines(args: argparse.Namespace, device: torch.device) -> bool:
+    """Whether nvJPEG decoded on the GPU's hardware JPEG engines (the GPU has them, and they were not turned off)."""
+    if args.decode != "gpu" or not args.jpeg_engines or device.type != "cuda":
+        return False
+    from small_files.nvjpeg import hardware_decoder
+    return hardware_decoder(device) is not None
 
 
 def warm_up(args: argparse.Namespace, net: nn.Module, device: torch.device, optimizer: optim.Optimizer,
@@ -237,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     workers = train_loader.loader.num_workers
-    kind = "shards" if is_shard_dir(args.data) else "image folder"
+    tile = getattr(args, "tile", 1)
+    kind = ("tiled shards" if tile > 1 else "shards") if is_shard_dir(args.data) else "image folder"
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
     lesson1.print_context({"host": os.uname().nodename, "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
@@ -257,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         from small_files.gpu_batch import GpuBatches
         gpu = GpuBatches(train_loader.loader, device, args.image_size, args.seed,
                          torch.channels_last if args.channels_last else torch.contiguous_format,
-                         slots=args.batch_slots)
+                         slots=args.batch_slots, engines=args.jpeg_engines)
         batches = FirstBatch(gpu, len(train_loader.dataset))
         if args.warmup_steps:
             batches.loader.warm_up(args.batch_size)
@@ -303,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,
                          "batch_size": args.batch_size, "image_size": args.image_size, "device": str(device),
                          "decode": args.decode, "gpu_decode_share": args.gpu_decode_share,
-                         "cuda_graph": args.cuda_graph,
+                         "jpeg_engines": jpeg_engines(args, device), "tile": tile, "cuda_graph": args.cuda_graph,
                          "amp": args.amp and device.type == "cuda", "channels_last": args.channels_last,
                          "seed": args.seed, "cpus_allowed": lesson1.usable_cpus()}})
     return 0

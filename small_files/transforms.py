@@ -36,12 +36,22 @@ def decode_image(data: bytes) -> Image.Image:
     return Image.open(io.BytesIO(data)).convert("RGB")
 
 
+def decode_images(jpegs: list[bytes], where: torch.Tensor | None = None) -> list[Image.Image]:
+    """Each sample's image: its JPEG decoded, or, from tiled shards, cut from its decoded sheet
+    (`where`: per sample, the sheet's number among `jpegs`, then x, y, width, height)."""
+    if where is None:
+        return [decode_image(j) for j in jpegs]
+    sheets = [decode_image(j) for j in jpegs]
+    return [sheets[n].crop((x, y, x + w, y + h)) for n, x, y, w, h in where.tolist()]
+
+
 class DecodeBatch:
     """Decode and transform a batch of image bytes in a worker: (images, labels) tensors."""
 
     def __init__(self, transform: Callable) -> None:
         self.transform = transform
 
-    def __call__(self, jpegs: list[bytes], labels: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        return (torch.stack([self.transform(decode_image(j)) for j in jpegs]),
+    def __call__(self, jpegs: list[bytes], labels: list[int],
+                 where: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        return (torch.stack([self.transform(im) for im in decode_images(jpegs, where)]),
                 torch.tensor(labels, dtype=torch.int64))
