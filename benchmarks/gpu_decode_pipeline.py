@@ -77,9 +77,7 @@ def pinned(batches: list[gpu_batch.Packed]) -> list[gpu_batch.Packed]:
 
 
 SIMPLE_RUNS = ("step", "decode", "prepare")
-SIMPLE_OPTIONS = ("engines",)  # 1: the JPEG engines called directly (small_files/nvjpeg.py); 0: torchvision
-PIPELINE_OPTIONS = ("share", "pin", "ahead", "engines", "priority")  # + nvJPEG's share of each batch, pinned
-# batches, batches made ahead, and the priority of the helper's CUDA stream (-1: high)
+PIPELINE_OPTIONS = ("share", "pin", "ahead")  # nvJPEG's share of each batch, pinned batches, batches made ahead
 
 
 def options(variant: str) -> dict[str, str]:
@@ -87,22 +85,19 @@ def options(variant: str) -> dict[str, str]:
 
 
 def run_list(text: str) -> list[str]:
-    """--runs: step, decode[:engines=0|1], prepare[:engines=0|1], and
-    pipeline[:share=F][:pin=0|1][:ahead=N][:engines=0|1][:priority=N], comma-separated."""
+    """--runs: step, decode, prepare, and pipeline[:share=F][:pin=0|1][:ahead=N], comma-separated."""
     runs = text.split(",")
     for run in runs:
-        kind = run.split(":")[0]
+        if run in SIMPLE_RUNS:
+            continue
         try:
-            opts = options(run)
-            allowed = PIPELINE_OPTIONS if kind == "pipeline" else SIMPLE_OPTIONS if kind in SIMPLE_RUNS else None
-            if allowed is None or not set(opts) <= set(allowed):
+            opts = options(run) if run.split(":")[0] == "pipeline" else None
+            if opts is None or not set(opts) <= set(PIPELINE_OPTIONS):
                 raise ValueError
             float(opts.get("share", 1)), int(opts.get("pin", 0)), int(opts.get("ahead", 2))
-            int(opts.get("engines", 1)), int(opts.get("priority", 0))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"unknown run {run!r}: expected step, decode[:engines=0|1], "
-                                             "prepare[:engines=0|1] or pipeline[:share=F][:pin=0|1][:ahead=N]"
-                                             "[:engines=0|1][:priority=N]") from None
+            raise argparse.ArgumentTypeError(f"unknown run {run!r}: expected step, decode, prepare or "
+                                             "pipeline[:share=F][:pin=0|1][:ahead=N]") from None
     return runs
 
 
@@ -130,9 +125,8 @@ def main() -> None:
     p.add_argument("--batches", type=positive, default=40, help="distinct packed batches, cycled")
     p.add_argument("--batch-size", type=positive, default=256)
     p.add_argument("--steps", type=positive, default=150)
-    p.add_argument("--runs", type=run_list, default="step,decode,decode:engines=0,prepare,pipeline,pipeline:engines=0",
-                   help="comma-separated: step, decode[:engines=0|1], prepare[:engines=0|1], "
-                        "pipeline[:share=F][:pin=0|1][:ahead=N][:engines=0|1][:priority=N]")
+    p.add_argument("--runs", type=run_list, default="step,decode,prepare,pipeline",
+                   help="comma-separated: step, decode, prepare, pipeline[:share=F][:pin=0|1][:ahead=N]")
     p.add_argument("--out", default=None)
     p.add_argument("--trace", default=None, help="also write torch.profiler's table of 30 pipeline steps here")
     args = p.parse_args()
@@ -160,15 +154,11 @@ def main() -> None:
 
     if "step" in runs:
         rows.append(timed("step alone", n, size, lambda: [step(x, y) for _ in range(n)]))
-    for variant in [r for r in runs if r.split(":")[0] in ("decode", "prepare")]:
-        engines = bool(int(options(variant).get("engines", 1)))
-        if variant.startswith("decode"):
-            rows.append(timed(variant, n, size,
-                              lambda e=engines: [gpu_batch.decode(q[0], q[1], device, e) for q in cycle(n)]))
-        else:
-            gpu.engines = engines
-            rows.append(timed(variant, n, size, lambda: [gpu.batch(q) for q in cycle(n)]))
-            gpu.engines = True
+    if "decode" in runs:
+        rows.append(timed("decode alone", n, size,
+                          lambda: [gpu_batch.decode(q[0], q[1], device) for q in cycle(n)]))
+    if "prepare" in runs:
+        rows.append(timed("decode + augment", n, size, lambda: [gpu.batch(q) for q in cycle(n)]))
     pins: dict[float, list[gpu_batch.Packed]] = {}
     for variant in [r for r in runs if r.startswith("pipeline")]:
         opts = options(variant)
@@ -177,7 +167,7 @@ def main() -> None:
             pins[share] = pinned(made[share])
         source = cycle(n, pins[share] if pin else made[share])
         feed = gpu_batch.GpuBatches(source, device, 128, seed=0, memory_format=torch.channels_last,
-                                    **{k: bool(int(v)) if k == "engines" else int(v) for k, v in opts.items()})
+                                    **{k: int(v) for k, v in opts.items()})
 
         def train(feed=feed) -> None:
             for data, target in feed:

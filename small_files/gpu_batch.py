@@ -27,7 +27,6 @@ from torch.utils.data import default_collate
 from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg
 from torchvision.ops import roi_align
 
-from small_files.nvjpeg import hardware_decoder
 from small_files.slots import BatchSlots, InSlot
 from small_files.transforms import IMAGENET_MEAN, IMAGENET_STD
 
@@ -141,15 +140,11 @@ def _flip_normalise(out: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
     return out.sub_(scale[0]).div_(scale[1])
 
 
-def decode(data: torch.Tensor, sizes: torch.Tensor, device: torch.device, engines: bool = True) -> list[torch.Tensor]:
-    """nvJPEG on the whole batch in one call; RGB, (3, H, W) uint8 each. On CUDA with `engines`, the GPU's
-    hardware JPEG engines decode it (small_files/nvjpeg.py); without them, or for an image they cannot
-    decode, torchvision's decode_jpeg on a list does."""
+def decode(data: torch.Tensor, sizes: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+    """nvJPEG on the whole batch in one call (decode_jpeg on a list; on GPUs that have them, nvJPEG
+    uses the hardware JPEG engines); RGB, (3, H, W) uint8 each."""
     if len(sizes) == 0:
         return []
-    if engines and device.type == "cuda" and (hardware := hardware_decoder(device)) is not None:
-        if (images := hardware.decode_rgb(data, sizes)) is not None:
-            return images
     parts = list(torch.split(data, sizes.tolist()))
     return decode_jpeg(parts, mode=ImageReadMode.RGB, device=device)
 
@@ -179,9 +174,8 @@ class GpuBatches:
 
     def __init__(self, loader: Iterable[Packed], device: torch.device, size: int, seed: int,
                  memory_format: torch.memory_format = torch.contiguous_format, ahead: int = 2,
-                 slots: BatchSlots | None = None, engines: bool = True, priority: int = 0) -> None:
+                 slots: BatchSlots | None = None) -> None:
         self.loader, self.device, self.size, self.ahead = loader, device, size, ahead
-        self.engines, self.priority = engines, priority
         self.memory_format, self.slots = memory_format, slots
         self.copying: deque[tuple[torch.cuda.Event, InSlot]] = deque()  # slots being copied to the GPU
         self.generator = torch.Generator().manual_seed(seed)
@@ -215,7 +209,7 @@ class GpuBatches:
     def batch(self, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
         data, sizes, labels, decoded, *tiled = packed
         if tiled:  # sheets of tiled shards: decode each once, cut every sample from its own
-            sheets, _, _ = stack(decode(data, sizes, self.device, self.engines))
+            sheets, _, _ = stack(decode(data, sizes, self.device))
             where = tiled[0]  # per sample: sheet, x, y, width, height
             boxes = crop_boxes(where[:, 4], where[:, 3], self.generator) + where[:, [1, 2, 1, 2]].float()
             flips = torch.rand(len(labels), generator=self.generator) < 0.5
@@ -227,7 +221,7 @@ class GpuBatches:
             decoded = list(_to(decoded, self.device).unbind()) if len(decoded) else []
         else:
             decoded = [_to(d, self.device) for d in decoded]
-        images, heights, widths = stack(decode(data, sizes, self.device, self.engines) + decoded)
+        images, heights, widths = stack(decode(data, sizes, self.device) + decoded)
         boxes = crop_boxes(heights, widths, self.generator)
         flips = torch.rand(len(labels), generator=self.generator) < 0.5
         return augment(images, boxes, flips, self.size).contiguous(memory_format=self.memory_format), labels
@@ -260,7 +254,7 @@ class GpuBatches:
             self.slots.page_lock()
         ready: queue.Queue = queue.Queue(maxsize=self.ahead)
         stop = threading.Event()
-        stream = torch.cuda.Stream(self.device, priority=self.priority)
+        stream = torch.cuda.Stream(self.device)
 
         def hand_over(item: object) -> bool:
             while not stop.is_set():

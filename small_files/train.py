@@ -77,9 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "the rest (no augmentation), for when nvJPEG alone cannot keep up with the GPU. 0: the "
                         "workers decode every image and the GPU only crops, the fastest on the H100 and H200 "
                         "nodes measured (lesson 09, many small files)")
-    p.add_argument("--jpeg-engines", action=argparse.BooleanOptionalAction, default=True,
-                   help="with --decode gpu: nvJPEG on the GPU's hardware JPEG engines, called once a batch "
-                        "(small_files/nvjpeg.py), where the GPU has them; --no-jpeg-engines: torchvision's decode_jpeg")
     p.add_argument("--warmup-steps", type=int, default=0, metavar="N",
                    help="N untimed steps on random images first (weights restored after), so the timed "
                         "epoch starts with CUDA's and nvJPEG's start-up done")
@@ -195,14 +192,6 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     return FirstBatch(train_loader, len(train_ds)), test_loader, len(train_ds.classes)
 
 
-def jpeg_engines(args: argparse.Namespace, device: torch.device) -> bool:
-    """Whether nvJPEG decoded on the GPU's hardware JPEG engines (the GPU has them, and they were not turned off)."""
-    if args.decode != "gpu" or not args.jpeg_engines or device.type != "cuda":
-        return False
-    from small_files.nvjpeg import hardware_decoder
-    return hardware_decoder(device) is not None
-
-
 def warm_up(args: argparse.Namespace, net: nn.Module, device: torch.device, optimizer: optim.Optimizer,
             classes: int, step: GraphedStep | None) -> None:
     """--warmup-steps steps on random images (a CUDA graph is captured there), then the weights
@@ -273,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         from small_files.gpu_batch import GpuBatches
         gpu = GpuBatches(train_loader.loader, device, args.image_size, args.seed,
                          torch.channels_last if args.channels_last else torch.contiguous_format,
-                         slots=args.batch_slots, engines=args.jpeg_engines)
+                         slots=args.batch_slots)
         batches = FirstBatch(gpu, len(train_loader.dataset))
         if args.warmup_steps:
             batches.loader.warm_up(args.batch_size)
@@ -319,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,
                          "batch_size": args.batch_size, "image_size": args.image_size, "device": str(device),
                          "decode": args.decode, "gpu_decode_share": args.gpu_decode_share,
-                         "jpeg_engines": jpeg_engines(args, device), "tile": tile, "cuda_graph": args.cuda_graph,
+                         "tile": tile, "cuda_graph": args.cuda_graph,
                          "amp": args.amp and device.type == "cuda", "channels_last": args.channels_last,
                          "seed": args.seed, "cpus_allowed": lesson1.usable_cpus()}})
     return 0
