@@ -22,6 +22,7 @@ sample out of its sheet; a WebDataset reader sees one sample per sheet. The shee
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -74,21 +75,30 @@ def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0, tile: i
     work = [(out, number, [samples[i] for i in order[start:start + per_shard]], classes, tile, start)
             for number, start in enumerate(range(0, len(order), per_shard))]
     jobs = 1 if tile == 1 else min(jobs or len(os.sched_getaffinity(0)), len(work))
-    if jobs > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            written = list(pool.map(_write_shard, work))
-    else:
-        written = [_write_shard(item) for item in work]
-    sizes = {tuple(size) for _, size in written if size is not None}
-    if len(sizes) > 1:
-        raise ShardError(f"{folder}: images of {len(sizes)} sizes; --tile needs every image the same size "
-                         "(resize them first, or leave out --tile)")
+    with ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        run = pool.map if pool is not None else map
+        if tile > 1:  # every image one size, checked from the headers before any shard is written
+            sizes = set().union(*run(_image_sizes, [[path for path, _ in item[2]] for item in work]))
+            if len(sizes) > 1:
+                (w1, h1), (w2, h2) = sorted(sizes)[:2]
+                raise ShardError(f"{folder}: images of {len(sizes)} sizes ({w1}x{h1}, {w2}x{h2}, ...); --tile needs "
+                                 "every image the same size: resize them first, or leave out --tile")
+        written = list(run(_write_shard, work))
     index = {"format": "webdataset", "version": INDEX_VERSION, "samples": len(samples), "per_shard": per_shard,
              "seed": seed, "classes": classes, "shards": [shard for shard, _ in written]}
     if tile > 1:
         index["tile"], index["cell"] = tile, written[0][1]  # cell: [height, width] of every sample
     (out / INDEX).write_text(json.dumps(index, separators=(",", ":")) + "\n")  # 50,000 samples: 1 MB
     return index
+
+
+def _image_sizes(paths: list[str]) -> set[tuple[int, int]]:
+    """The (width, height) of the images, read from their headers only."""
+    sizes = set()
+    for path in paths:
+        with Image.open(path) as im:
+            sizes.add(im.size)
+    return sizes
 
 
 def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, int]) -> tuple[dict, list[int] | None]:
@@ -107,7 +117,7 @@ def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, i
                                 "cls": label})
             for first in range(0, len(chunk) if tile > 1 else 0, tile * tile):
                 group = chunk[first:first + tile * tile]
-                sheet, cell_size = _sheet([path for path, _ in group], tile, cell_size)
+                sheet, cell_size = _sheet([path for path, _ in group], tile)
                 sink.write({"__key__": f"sheet{start + first:06d}", "jpg": sheet,
                             "labels": " ".join(str(label) for _, label in group)})
     except BaseException:
@@ -118,25 +128,19 @@ def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, i
     return {"name": name, "samples": len(chunk), "jpg": _jpg_entries(out / name, labels, tile)}, cell_size
 
 
-def _sheet(paths: list[str], tile: int, size: list[int] | None) -> tuple[bytes, list[int]]:
-    """One JPEG of the images in rows of `tile`, and the [height, width] they all share."""
+def _sheet(paths: list[str], tile: int) -> tuple[bytes, list[int]]:
+    """One JPEG of the images (all one size) in rows of `tile`, and their [height, width]."""
     images = []
     for path in paths:
         with Image.open(path) as im:
             images.append(im.convert("RGB"))
-        if size is None:
-            size = [images[0].height, images[0].width]
-        if [images[-1].height, images[-1].width] != size:
-            raise ShardError(f"{path}: {images[-1].width}x{images[-1].height} pixels; --tile needs every "
-                             f"image the same size (the first was {size[1]}x{size[0]}): resize them first, "
-                             "or leave out --tile")
-    height, width = size
+    width, height = images[0].size
     sheet = Image.new("RGB", (tile * width, -(-len(images) // tile) * height))
     for k, im in enumerate(images):
         sheet.paste(im, ((k % tile) * width, (k // tile) * height))
     buffer = io.BytesIO()
     sheet.save(buffer, format="JPEG", quality=SHEET_QUALITY)
-    return buffer.getvalue(), size
+    return buffer.getvalue(), [height, width]
 
 
 def _jpg_entries(shard: Path, labels: list[int], tile: int = 1) -> list[list[int]]:
