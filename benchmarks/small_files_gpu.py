@@ -91,7 +91,7 @@ def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, 
             "data_wait_pct": 100 * m["data_wait_fraction"],
             "loader_wait_pct": 100 * m["loader_wait_seconds"] / m["train_seconds"],
             "gpu_util_pct": util, "gpu_samples": n, "cores": cores.cores(start, end),
-            "tile": m["settings"].get("tile", 1)}
+            "tile": m["settings"].get("tile", 1), "decode_threads": m["settings"].get("gpu_decode_threads", 1)}
 
 
 @contextlib.contextmanager

@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the rest (no augmentation), for when nvJPEG alone cannot keep up with the GPU. 0: the "
                         "workers decode every image and the GPU only crops, the fastest on the H100 and H200 "
                         "nodes measured (lesson 09, many small files)")
+    p.add_argument("--gpu-decode-threads", type=lesson1.positive_int, default=1, metavar="N",
+                   help="with --decode gpu: threads that decode and crop batches, taking turns (the batches keep "
+                        "their order and crops); more than 1 lets one decode while another crops")
     p.add_argument("--warmup-steps", type=int, default=0, metavar="N",
                    help="N untimed steps on random images first (weights restored after), so the timed "
                         "epoch starts with CUDA's and nvJPEG's start-up done")
@@ -262,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         from small_files.gpu_batch import GpuBatches
         gpu = GpuBatches(train_loader.loader, device, args.image_size, args.seed,
                          torch.channels_last if args.channels_last else torch.contiguous_format,
-                         slots=args.batch_slots)
+                         slots=args.batch_slots, threads=args.gpu_decode_threads)
         batches = FirstBatch(gpu, len(train_loader.dataset))
         if args.warmup_steps:
             batches.loader.warm_up(args.batch_size)
@@ -308,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": {"data": str(args.data), "format": kind, "num_workers": workers,
                          "batch_size": args.batch_size, "image_size": args.image_size, "device": str(device),
                          "decode": args.decode, "gpu_decode_share": args.gpu_decode_share,
+                         "gpu_decode_threads": args.gpu_decode_threads,
                          "tile": tile, "cuda_graph": args.cuda_graph,
                          "amp": args.amp and device.type == "cuda", "channels_last": args.channels_last,
                          "seed": args.seed, "cpus_allowed": lesson1.usable_cpus()}})

@@ -121,3 +121,26 @@ def test_decode_gpu_trains_from_tiled_shards_and_refuses_a_share_below_1(data, t
     assert result["steps"] == 3 and result["settings"]["tile"] == 2 and result["gpu_decode_seconds"] > 0
     refused = train("--gpu-decode-share", "0.5")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "tiled" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["plain", "tiled"])
+def test_several_decoding_threads_hand_over_the_same_batches_in_the_same_order(data, name):
+    """Real threads (on the CPU here): each batch's crops come from the one generator in the loader's
+    order, so 3 helpers taking turns give exactly what 1 gives."""
+    def run(threads: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        loader = DataLoader(ShardBatches(data / name, 4, Packer()), batch_size=None, num_workers=2)
+        return list(GpuBatches(loader, torch.device("cpu"), 24, seed=9, threads=threads))
+
+    one, three = run(1), run(3)
+    assert len(one) == len(three) == 10
+    for (x1, y1), (x3, y3) in zip(one, three):
+        assert torch.equal(y1, y3) and torch.equal(x1, x3)
+
+
+def test_a_bad_shard_still_stops_the_loop_with_several_decoding_threads(data, tmp_path):
+    broken = tmp_path / "tiled"
+    __import__("shutil").copytree(data / "tiled", broken)
+    os.truncate(broken / "shard-000002.tar", 100)
+    loader = DataLoader(ShardBatches(broken, 4, Packer()), batch_size=None, num_workers=1)
+    with pytest.raises(shards.ShardError, match="shard-000002.tar"):
+        list(GpuBatches(loader, torch.device("cpu"), 24, seed=9, threads=3))
