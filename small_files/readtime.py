@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset
 
 from digits.data import shuffled
 from small_files.transforms import train_transform  # the lesson's transform, so the work is the same
-from small_files.shards import folder_samples, is_shard_dir, read_index
+from small_files.shards import folder_samples, is_shard_dir, untiled_urls
 
 Timed = tuple[object, int, float, float]  # (image, label, read seconds, decode seconds)
 
@@ -55,7 +55,7 @@ class TimedShards(IterableDataset):
 
     def __init__(self, shard_dir: Path, transform: Callable) -> None:
         import webdataset as wds
-        urls = [str(shard_dir / s["name"]) for s in read_index(shard_dir)["shards"]]
+        urls = untiled_urls(shard_dir, "split (it times WebDataset's reader)")
         self.raw = wds.WebDataset(urls, shardshuffle=False, nodesplitter=wds.split_by_node, empty_check=False)
         self.transform = transform
 

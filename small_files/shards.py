@@ -175,6 +175,16 @@ def read_index(shard_dir: Path) -> dict:
     return index
 
 
+def untiled_urls(shard_dir: Path, what: str) -> list[str]:
+    """The shards' paths, for a reader that takes each .jpg member for one sample: tiled shards
+    (one sheet a member) are refused with one line."""
+    index = read_index(shard_dir)
+    if index.get("tile", 1) > 1:
+        raise ShardError(f"{shard_dir}: tiled shards (--tile {index['tile']}), one JPEG sheet for "
+                         f"{index['tile'] ** 2} samples; {what} takes one JPEG a sample")
+    return [str(shard_dir / s["name"]) for s in index["shards"]]
+
+
 def check_shard(path: Path, expected: int | None = None, entries: list[list[int]] | None = None,
                 tile: int = 1) -> int:
     """Read every header of one shard; return its sample count or raise ShardError naming it.
@@ -247,7 +257,7 @@ def shard_dataset(shard_dir: Path, transform: Callable | None) -> wds.WebDataset
     the samples stay undecoded bytes (to time reading alone).
     """
     index = read_index(shard_dir)
-    urls = [str(shard_dir / s["name"]) for s in index["shards"]]
+    urls = untiled_urls(shard_dir, "WebDataset's reader (--reader webdataset)")
     pipeline = wds.WebDataset(urls, shardshuffle=False, nodesplitter=wds.split_by_node,
                               handler=_raise_shard_error, empty_check=False)
     if transform is not None:
@@ -260,7 +270,6 @@ def shard_dataset(shard_dir: Path, transform: Callable | None) -> wds.WebDataset
 
 def raw_samples(shard_dir: Path) -> Iterator[tuple[str, bytes, int]]:
     """(key, jpg bytes, label) in the written order, undecoded: for checks and round trips."""
-    urls = [str(shard_dir / s["name"]) for s in read_index(shard_dir)["shards"]]
-    dataset = wds.WebDataset(urls, shardshuffle=False, handler=_raise_shard_error)
+    dataset = wds.WebDataset(untiled_urls(shard_dir, "raw_samples"), shardshuffle=False, handler=_raise_shard_error)
     for key, jpg, cls in dataset.to_tuple("__key__", "jpg", "cls"):
         yield key, jpg, int(cls)

@@ -144,3 +144,13 @@ def test_a_bad_shard_still_stops_the_loop_with_several_decoding_threads(data, tm
     loader = DataLoader(ShardBatches(broken, 4, Packer()), batch_size=None, num_workers=1)
     with pytest.raises(shards.ShardError, match="shard-000002.tar"):
         list(GpuBatches(loader, torch.device("cpu"), 24, seed=9, threads=3))
+
+
+def test_readers_that_take_one_jpeg_a_sample_refuse_tiled_shards_in_one_line(data, capsys):
+    for args in (["split", str(data / "tiled"), "--workers", "1"],
+                 ["read", str(data / "tiled"), "--workers", "1", "--reader", "webdataset"]):
+        assert small_files_main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "tiled shards (--tile 2)" in err and "Traceback" not in err, err
+    assert small_files_main(["read", str(data / "tiled"), "--workers", "1"]) == 0  # the kit's own reader
+    assert json.loads(capsys.readouterr().out)["samples"] == 40
