@@ -53,9 +53,7 @@ def pack(jpegs: Sequence[bytes], labels: Sequence[int], gpu_share: float = 1.0,
     With `slots`, the decoded images go into the worker's next batch slot where they fit.
     From tiled shards (`where` given), every sheet goes to nvJPEG whatever the share."""
     if where is not None:
-        data = torch.frombuffer(bytearray(b"".join(jpegs)), dtype=torch.uint8)
-        return (data, torch.tensor([len(j) for j in jpegs], dtype=torch.int64),
-                torch.tensor(labels, dtype=torch.int64), [], where)
+        return (*pack(jpegs, labels), where)
     on_gpu = nvjpeg_count(len(jpegs), gpu_share)
     joined = bytearray(b"".join(jpegs[:on_gpu]))
     data = torch.frombuffer(joined, dtype=torch.uint8) if joined else torch.empty(0, dtype=torch.uint8)

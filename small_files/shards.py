@@ -85,9 +85,10 @@ def write_shards(folder: Path, out: Path, per_shard: int, seed: int = 0, tile: i
                                  "every image the same size: resize them first, or leave out --tile")
         written = list(run(_write_shard, work))
     index = {"format": "webdataset", "version": INDEX_VERSION, "samples": len(samples), "per_shard": per_shard,
-             "seed": seed, "classes": classes, "shards": [shard for shard, _ in written]}
+             "seed": seed, "classes": classes, "shards": written}
     if tile > 1:
-        index["tile"], index["cell"] = tile, written[0][1]  # cell: [height, width] of every sample
+        (width, height), = sizes
+        index["tile"], index["cell"] = tile, [height, width]  # cell: [height, width] of every sample
     (out / INDEX).write_text(json.dumps(index, separators=(",", ":")) + "\n")  # 50,000 samples: 1 MB
     return index
 
@@ -101,12 +102,11 @@ def _image_sizes(paths: list[str]) -> set[tuple[int, int]]:
     return sizes
 
 
-def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, int]) -> tuple[dict, list[int] | None]:
-    """One shard of (path, label) samples: its index entry, and the size of its images if tiled."""
+def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, int]) -> dict:
+    """One shard of (path, label) samples, and its index entry."""
     out, number, chunk, classes, tile, start = item
     name = f"shard-{number:06d}.tar"
     tmp = out / f".{name}.tmp{os.getpid()}"
-    cell_size = None
     try:
         # A fixed whole-second mtime: reproducible shards, and plain ustar headers (a float mtime
         # makes Python add a PAX header to every member, which doubles the parsing on read).
@@ -117,7 +117,7 @@ def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, i
                                 "cls": label})
             for first in range(0, len(chunk) if tile > 1 else 0, tile * tile):
                 group = chunk[first:first + tile * tile]
-                sheet, cell_size = _sheet([path for path, _ in group], tile)
+                sheet = _sheet([path for path, _ in group], tile)
                 sink.write({"__key__": f"sheet{start + first:06d}", "jpg": sheet,
                             "labels": " ".join(str(label) for _, label in group)})
     except BaseException:
@@ -125,11 +125,11 @@ def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, i
         raise
     os.replace(tmp, out / name)
     labels = [label for _, label in chunk]
-    return {"name": name, "samples": len(chunk), "jpg": _jpg_entries(out / name, labels, tile)}, cell_size
+    return {"name": name, "samples": len(chunk), "jpg": _jpg_entries(out / name, labels, tile)}
 
 
-def _sheet(paths: list[str], tile: int) -> tuple[bytes, list[int]]:
-    """One JPEG of the images (all one size) in rows of `tile`, and their [height, width]."""
+def _sheet(paths: list[str], tile: int) -> bytes:
+    """One JPEG of the images (all one size) in rows of `tile`."""
     images = []
     for path in paths:
         with Image.open(path) as im:
@@ -140,7 +140,7 @@ def _sheet(paths: list[str], tile: int) -> tuple[bytes, list[int]]:
         sheet.paste(im, ((k % tile) * width, (k // tile) * height))
     buffer = io.BytesIO()
     sheet.save(buffer, format="JPEG", quality=SHEET_QUALITY)
-    return buffer.getvalue(), [height, width]
+    return buffer.getvalue()
 
 
 def _jpg_entries(shard: Path, labels: list[int], tile: int = 1) -> list[list[int]]:
@@ -175,10 +175,10 @@ def read_index(shard_dir: Path) -> dict:
     return index
 
 
-def untiled_urls(shard_dir: Path, what: str) -> list[str]:
+def untiled_urls(shard_dir: Path, what: str, index: dict | None = None) -> list[str]:
     """The shards' paths, for a reader that takes each .jpg member for one sample: tiled shards
-    (one sheet a member) are refused with one line."""
-    index = read_index(shard_dir)
+    (one sheet a member) are refused with one line. `index`: the shards' index, if already read."""
+    index = index or read_index(shard_dir)
     if index.get("tile", 1) > 1:
         raise ShardError(f"{shard_dir}: tiled shards (--tile {index['tile']}), one JPEG sheet for "
                          f"{index['tile'] ** 2} samples; {what} takes one JPEG a sample")
@@ -257,7 +257,7 @@ def shard_dataset(shard_dir: Path, transform: Callable | None) -> wds.WebDataset
     the samples stay undecoded bytes (to time reading alone).
     """
     index = read_index(shard_dir)
-    urls = untiled_urls(shard_dir, "WebDataset's reader (--reader webdataset)")
+    urls = untiled_urls(shard_dir, "WebDataset's reader (--reader webdataset)", index)
     pipeline = wds.WebDataset(urls, shardshuffle=False, nodesplitter=wds.split_by_node,
                               handler=_raise_shard_error, empty_check=False)
     if transform is not None:

@@ -161,6 +161,7 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     if not args.data.is_dir():
         raise lesson1.SetupError(f"--data {args.data}: no such folder")
     args.gpu_resident = False  # make_loaders of lesson 1's script reads it
+    args.tile = 1  # images a sheet side, in tiled shards (shards.py)
     gpu = args.decode == "gpu"
     val = args.val
     if args.no_test:
@@ -171,7 +172,8 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
     common = loader_options(args, device)
     test_loader = DataLoader(test_ds, batch_size=args.test_batch_size, **common) if test_ds else None
     if is_shard_dir(args.data):
-        args.tile = read_index(args.data).get("tile", 1)
+        index = read_index(args.data)
+        args.tile = index.get("tile", 1)
         if gpu and args.tile > 1 and args.gpu_decode_share < 1:
             raise lesson1.SetupError(f"--gpu-decode-share {args.gpu_decode_share}: {args.data} holds tiled sheets, "
                                      "which nvJPEG decodes whole; leave the share at 1, or use untiled shards")
@@ -179,7 +181,7 @@ def make_loaders(args: argparse.Namespace, device: torch.device) -> tuple[FirstB
             DecodeBatch(train_transform(args.image_size))
         train_ds = ShardBatches(args.data, args.batch_size, make_batch, *ddp_rank())
         train_loader = DataLoader(train_ds, batch_size=None, **common)
-        return FirstBatch(train_loader, train_ds.samples), test_loader, len(read_index(args.data)["classes"])
+        return FirstBatch(train_loader, train_ds.samples), test_loader, len(index["classes"])
     try:
         train_ds = datasets.DatasetFolder(str(args.data), read_bytes, extensions=IMG_EXTENSIONS) if gpu else \
             datasets.ImageFolder(str(args.data), train_transform(args.image_size))
@@ -244,8 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     workers = train_loader.loader.num_workers
-    tile = getattr(args, "tile", 1)
-    kind = ("tiled shards" if tile > 1 else "shards") if is_shard_dir(args.data) else "image folder"
+    kind = ("tiled shards" if args.tile > 1 else "shards") if is_shard_dir(args.data) else "image folder"
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
         if torch.cuda.is_available() else []
     lesson1.print_context({"host": os.uname().nodename, "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                          "batch_size": args.batch_size, "image_size": args.image_size, "device": str(device),
                          "decode": args.decode, "gpu_decode_share": args.gpu_decode_share,
                          "gpu_decode_threads": args.gpu_decode_threads,
-                         "tile": tile, "cuda_graph": args.cuda_graph,
+                         "tile": args.tile, "cuda_graph": args.cuda_graph,
                          "amp": args.amp and device.type == "cuda", "channels_last": args.channels_last,
                          "seed": args.seed, "cpus_allowed": lesson1.usable_cpus()}})
     return 0
