@@ -60,10 +60,15 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def gpu_busy(rows: list[tuple], wall0: float, start: float, end: float) -> tuple[float | None, int]:
-    """Mean NVML utilisation of gpu0 over [start, end] (wall clock) and the number of samples."""
-    util = [r[2] for r in rows if r[1] == "gpu0" and start <= wall0 + r[0] <= end and not math.isnan(r[2])]
-    return (sum(util) / len(util) if util else None), len(util)
+def gpu_trace(rows: list[tuple], wall0: float, start: float, end: float) -> list[list[float]]:
+    """gpu0's NVML utilisation samples over [start, end] (wall clock): [seconds into the epoch, %]."""
+    return [[round(wall0 + r[0] - start, 3), r[2]] for r in rows
+            if r[1] == "gpu0" and start <= wall0 + r[0] <= end and not math.isnan(r[2])]
+
+
+def gpu_busy(trace: list[list[float]]) -> tuple[float | None, int]:
+    """Mean utilisation of a trace and its number of samples."""
+    return (sum(u for _, u in trace) / len(trace) if trace else None), len(trace)
 
 
 def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, log: Path) -> dict:
@@ -84,14 +89,16 @@ def train_once(data: Path, decode: str, workers: int, args: argparse.Namespace, 
         return {"error": f"exit {code}; see {log.name}"}
     m = json.loads(metrics.read_text())
     start, end = m["epoch_clock"][0]
-    util, n = gpu_busy(sampler.rows, wall0, start, end)
+    trace = gpu_trace(sampler.rows, wall0, start, end)
+    util, n = gpu_busy(trace)
     share = m["settings"].get("gpu_decode_share", 1.0)
     return {"decode": decode if decode == "cpu" or share == 1 else f"gpu, nvJPEG {100 * share:.0f} %",
             "images": m["train_images"], "seconds": m["train_seconds"], "images_per_s": m["images_per_sec"],
             "data_wait_pct": 100 * m["data_wait_fraction"],
             "loader_wait_pct": 100 * m["loader_wait_seconds"] / m["train_seconds"],
             "gpu_util_pct": util, "gpu_samples": n, "cores": cores.cores(start, end),
-            "tile": m["settings"].get("tile", 1), "decode_threads": m["settings"].get("gpu_decode_threads", 1)}
+            "tile": m["settings"].get("tile", 1), "decode_threads": m["settings"].get("gpu_decode_threads", 1),
+            "gpu_trace": trace}
 
 
 @contextlib.contextmanager
@@ -161,12 +168,13 @@ def main() -> int:
         generate(args.root, train=args.train, val=1_000)
         print(f"generated {args.train} images in {time.perf_counter() - t0:.0f} s", flush=True)
     shard_dir = args.root / f"shards-{args.per_shard}"
-    if not shards.is_shard_dir(shard_dir):
+    wanted = set(args.sources.split(","))
+    if not shards.is_shard_dir(shard_dir) and ("shards" in wanted or args.decode_batches or args.io_samples):
         t0 = time.perf_counter()
         shards.write_shards(args.root / "train", shard_dir, args.per_shard, seed=1)
         print(f"sharded in {time.perf_counter() - t0:.0f} s", flush=True)
     sources = {"folder": args.root / "train", "shards": shard_dir}
-    if "tiled" in args.sources.split(","):
+    if "tiled" in wanted:
         sources["tiled"] = args.root / f"shards-{args.per_shard}-tile{args.tile}"
         if not shards.is_shard_dir(sources["tiled"]):
             t0 = time.perf_counter()
