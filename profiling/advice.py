@@ -195,7 +195,7 @@ RULES: tuple[Rule, ...] = (
          "images against {read_ms:.1f} ms opening and reading files ({read_pct:.0f}% reads). On a GPU node the "
          "next step is to decode there: with `--decode gpu` (small_files/train.py) the workers hand over the "
          "JPEG bytes only and each batch is decoded with nvJPEG and cropped in one call. nvJPEG pays per image: "
-         "tile small images into sheets (`--tile 4`), or let the workers decode and the GPU crop "
+         "tile small images into sheets (`shard --tile 8`), or let the workers decode and the GPU crop "
          "(`--gpu-decode-share 0`); see lesson 09 (many small files), lessons/09-small-files.md, section 7."),
     Rule("workers_from_main_process", "advice",
          lambda n: n.basis == "estimate" and n.current_workers == 0 and n.raw_workers is not None

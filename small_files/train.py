@@ -77,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "the rest (no augmentation), for when nvJPEG alone cannot keep up with the GPU. 0: the "
                         "workers decode every image and the GPU only crops, the fastest on the H100 and H200 "
                         "nodes measured (lesson 09, many small files)")
-    p.add_argument("--gpu-decode-threads", type=lesson1.positive_int, default=1, metavar="N",
+    p.add_argument("--gpu-decode-threads", type=lesson1.positive_int, default=3, metavar="N",
                    help="with --decode gpu: threads that decode and crop batches, taking turns (the batches keep "
-                        "their order and crops); more than 1 lets one decode while another crops")
+                        "their order and crops), so one decodes while another crops; 3 fed an H100 best from "
+                        "8 x 8 sheets (docs/small-files.md)")
     p.add_argument("--warmup-steps", type=int, default=0, metavar="N",
                    help="N untimed steps on random images first (weights restored after), so the timed "
                         "epoch starts with CUDA's and nvJPEG's start-up done")
