@@ -4,7 +4,6 @@
 R=/tmp/res-$TAG; mkdir -p $R; trap "tar czf $OUT/res-$TAG.tgz -C $R ." EXIT
 nvidia-smi -L > $R/machine.txt; nproc >> $R/machine.txt; lscpu | grep -i "model name" >> $R/machine.txt
 python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__version__)" >> $R/machine.txt; cat $R/machine.txt
-git log --oneline -1 >> $R/machine.txt 2>/dev/null
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_small_files_tiles.py tests/test_small_files_decode.py -k "decode_gpu or nvjpeg or gpu_paths or threads" > $R/pytest-cuda.txt 2>&1; tail -2 $R/pytest-cuda.txt
 t0=$(date +%s); python3 -m small_files generate /tmp/sf --train $N --val 1000 >/dev/null && python3 -m small_files shard /tmp/sf/train /tmp/sf/shards-1024-tile8 --tile 8 >/dev/null; sync; echo "data in $(( $(date +%s) - t0 )) s (synced)"
 T="--batch-size 256 --amp --channels-last --cuda-graph"
