@@ -179,8 +179,8 @@ class GpuBatches:
     the main thread it would stop the launching of the training step. With `threads` > 1, that
     many helpers take batches in turn, each on its own stream, and hand them over in the loader's
     order with the crops the single helper would have drawn. torchvision decodes under one lock, so
-    they overlap one decode with the others' crops: on 8 x 8 sheets over sshfs, three kept an H100
-    89 to 94 % busy over an epoch, against 68 % for one helper on 4 x 4 sheets (docs/small-files.md).
+    they overlap one decode with the others' crops: on 8 x 8 sheets over sshfs, cold, three kept
+    H100s and an H200 89 to 94 % busy over 300,000-image epochs (docs/small-files.md).
     Two clocks split the loop's data wait: `loader_wait` is the helpers' time waiting for the
     workers' bytes, `prepare` their time decoding and augmenting (summed over the helpers). With
     `slots`, the images the workers decoded arrive in batch slots (small_files/slots.py), each given
