@@ -11,7 +11,7 @@ Why not WebDataset's own reader (shards.shard_dataset, kept to measure against):
    folder's shuffled order) whatever the number of workers.
 
 In tiled shards (shards.py, `--tile`) several samples share one JPEG, a sheet: a batch then reads
-each sheet once, and hands over with it where each sample lies in its sheet (`Cells`).
+each sheet once, and hands over with it where each sample lies in its sheet (`cells`).
 
 Each tar header in front of a JPEG is checked (ustar magic, a .jpg name, the size), so shards
 rewritten without their index, or cut short, stop the run with one line naming the shard.
@@ -42,7 +42,7 @@ def entries(index: dict) -> list[Entry]:
 
 
 def cells(cell: list[int], places: list[tuple[int, int]], tile: int) -> torch.Tensor:
-    """Cells: per sample of a batch, (which of the batch's sheets, x, y, width, height) of its image,
+    """Per sample of a batch, (which of the batch's sheets, x, y, width, height) of its image,
     from (sheet, cell number) pairs, the sheets' `tile` columns and the images' [height, width]."""
     height, width = cell
     return torch.tensor([(sheet, (k % tile) * width, (k // tile) * height, width, height) for sheet, k in places],
@@ -97,7 +97,7 @@ class ShardBatches(IterableDataset):
 
     def read(self, positions: range, files: dict[int, int]) -> tuple[list[bytes], list[int], torch.Tensor | None]:
         """The JPEG bytes and labels of consecutive samples: one read per shard they lie in. In tiled
-        shards the JPEGs are the sheets the samples lie in, each once, and the Cells say where."""
+        shards the JPEGs are the sheets the samples lie in, each once, and `cells` says where."""
         jpegs, labels, places = [], [], []
         todo = [self.entries[i] for i in positions]
         while todo:

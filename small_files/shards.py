@@ -115,11 +115,12 @@ def _write_shard(item: tuple[Path, int, list[tuple[str, int]], list[str], int, i
                 for path, label in chunk:
                     sink.write({"__key__": f"{classes[label]}/{Path(path).stem}", "jpg": Path(path).read_bytes(),
                                 "cls": label})
-            for first in range(0, len(chunk) if tile > 1 else 0, tile * tile):
-                group = chunk[first:first + tile * tile]
-                sheet = _sheet([path for path, _ in group], tile)
-                sink.write({"__key__": f"sheet{start + first:06d}", "jpg": sheet,
-                            "labels": " ".join(str(label) for _, label in group)})
+            else:
+                for first in range(0, len(chunk), tile * tile):
+                    group = chunk[first:first + tile * tile]
+                    sheet = _sheet([path for path, _ in group], tile)
+                    sink.write({"__key__": f"sheet{start + first:06d}", "jpg": sheet,
+                                "labels": " ".join(str(label) for _, label in group)})
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
