@@ -28,12 +28,11 @@ from pathlib import Path
 import pandas as pd
 
 from profiling import capture
-from profiling.argv import strip_flags
+from profiling.argv import script_problem, strip_flags
 from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
 from profiling.records import ProfileError
-from profiling.argv import script_problem
 from profiling.precheck import takes_metrics_json
 
 DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
@@ -151,8 +150,9 @@ def result_row(s: Setting, cpus: int, status: str, detail: str) -> dict:
             "compute_ms": compute, "wait_ms": wait, "status": status, "detail": detail}
 
 
-def run_local(settings: list[Setting]) -> list[dict]:
-    """Run each setting here, one after the other, pinned to its CPUs (W + the main process's)."""
+def run_local(settings: list[Setting], runs_csv: Path | None = None) -> list[dict]:
+    """Run each setting here, one after the other, pinned to its CPUs (W + the main process's); every
+    run so far is in `runs_csv` after each, so a sweep stopped by a time limit keeps what it measured."""
     rows = []
     for s in settings:
         s.log.parent.mkdir(parents=True, exist_ok=True)
@@ -166,6 +166,8 @@ def run_local(settings: list[Setting]) -> list[dict]:
                                   preexec_fn=lambda c=cpus: os.sched_setaffinity(0, c)).returncode
         status, detail = ("ok", str(s.log)) if code == 0 else ("failed", f"exit code {code}, see {s.log}")
         rows.append(result_row(s, len(cpus), status, detail))
+        if runs_csv is not None:
+            pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(runs_csv, index_label="run")
     return rows
 
 
@@ -346,7 +348,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
     gpus, batches = sweep_gpus(args), getattr(args, "batches", DEFAULT_BATCHES)
     settings = settings_for(command, workers, out_dir, gpus, batches, getattr(args, "repeats", 1))
-    results, text = summarise(out_dir, run_local(settings), advice, advice_source)
+    results, text = summarise(out_dir, run_local(settings, out_dir / "runs.csv"), advice, advice_source)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")
     failed = results[results["status"] != "ok"]

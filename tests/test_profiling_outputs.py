@@ -24,8 +24,8 @@ from profiling.records import LINE_COLUMNS, Advice, JobFacts, Report
 from profiling.argv import flag_value, strip_flags
 from profiling.runner import declared_default, output_stem, script_num_workers
 from profiling.sampling import SAMPLE_COLUMNS, Sampler
-from profiling.sweep import (compute_drift, loop_times, median_of_repeats, pick_knee, read_metrics, repeat_spread,
-                             settings_for)
+from profiling.sweep import (Setting, compute_drift, loop_times, median_of_repeats, pick_knee, read_metrics,
+                             repeat_spread, run_local, settings_for)
 
 
 def hand_report(tmp_path: Path, with_samples: bool = True, data_wait: float = 3.2) -> Report:
@@ -124,6 +124,19 @@ def test_each_pass_of_a_sweep_takes_the_counts_in_a_rotated_order(tmp_path):
     assert [s.workers for s in settings] == [2, 4, 8, 12, 4, 8, 12, 2, 8, 12, 2, 4]
     assert [s.log.parent.parent.name for s in settings[::4]] == [tmp_path.name, "repeat2", "repeat3"]
     assert all(s.log.parent.name == f"w{s.workers}" for s in settings)  # each run keeps its own folder
+
+
+def test_a_sweep_writes_each_run_to_runs_csv_before_the_next_starts(tmp_path):
+    """A sweep stopped by its time limit keeps what it measured: the second run reads the first's row."""
+    runs = tmp_path / "runs.csv"
+    check = (f"import csv, sys; rows = list(csv.DictReader(open({str(runs)!r})))\n"
+             "sys.exit(0 if [r['workers'] for r in rows] == ['1'] else 3)")
+    settings = [Setting(w, [sys.executable, "-c", code], tmp_path / f"w{w}.json", tmp_path / f"w{w}.log", w + 1)
+                for w, code in ((1, "pass"), (2, check))]
+    rows = run_local(settings, runs)
+    assert "exit code" not in rows[1]["detail"]  # the check found exactly the first run in runs.csv
+    assert "no usable metrics" in rows[1]["detail"]  # (neither run wrote metrics: failed, and said so)
+    assert pd.read_csv(runs)["workers"].tolist() == [1, 2]
 
 
 def test_median_of_repeats_keeps_one_row_per_setting_and_failures_only_when_nothing_ran():
