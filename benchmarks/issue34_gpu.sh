@@ -6,7 +6,7 @@
 # (c split in two, so that cpu_mixup finishes); 1 and quick
 # are the earlier calls; long-a, long-b and long-c judge all five on runs long enough for six rounds of turns. PART=overhead times a compute-bound script plain and under `profiling run`
 # (3 interleaved passes; WIDTH and SAMPLES size it). judge-* (tiny, conv, files, aug, mixup): one script a call, the
-# sweep timing several seconds a run inside one epoch.
+# sweep timing several seconds a run inside one epoch. rotate-a|b|c: the advice judged by benchmarks/rotation_judge.py.
 set -uo pipefail
 OUT=${OUT:-runs/issue34}
 mkdir -p "$OUT"
@@ -58,6 +58,27 @@ judge-tiny|judge-conv|judge-files|judge-aug|judge-mixup)  # a device call each: 
     files) judge small_files 560 2,4,8,12 700 -- benchmarks/styles/small_files.py --epochs 4 --files 48000 ;;
     aug) judge augment_heavy 560 2,4,8,12 500 -- benchmarks/styles/augment_heavy.py --epochs 3 --samples 76800 ;;
     mixup) judge cpu_mixup 560 2,4,8,12 300 -- benchmarks/styles/cpu_mixup.py --epochs 2 --samples 49152 ;;
+    esac ;;
+rotate-a|rotate-b|rotate-c)  # the advice (set C's runs) judged by benchmarks/rotation_judge.py: one live process a
+    # count, paused and resumed in 8 rotated rounds of 1.5 s (docs/results/issue34-rotation), each a device call
+    rotate() {  # NAME "PROFILE ARGS" "JUDGE ARGS" (each split into words, on purpose)
+        local d=$OUT/$1; mkdir -p "$d"
+        # shellcheck disable=SC2086
+        timeout 150 python3 -m profiling run --formats text,json --output-dir "$d/profile" -- \
+            benchmarks/styles/$1.py $2 > "$d/profile.log" 2>&1
+        cp "$d"/profile/*.report.json "$d"/profile/*.loaders.json "$d/"; rm -rf "$d/profile"
+        local k; k=$(python3 -c "import json, glob; print(json.load(open(glob.glob('$d/*.report.json')[0]))['advice']['num_workers'])")
+        # shellcheck disable=SC2086
+        timeout 240 python3 benchmarks/rotation_judge.py --workers 2,4,8,12 --advice "$k" --rounds 8 --window 1.5 \
+            --out "$d/judge" -- benchmarks/styles/$1.py $3 > "$d/judge.log" 2>&1
+        echo "$1: advice $k; $(tail -1 "$d/judge.log")"; rm -f "$d"/judge/*.counter "$d"/judge/*.loaders.json
+    }
+    case ${PART#rotate-} in
+    a) rotate tiny_mlp "--epochs 10 --samples 60000" "--epochs 3 --samples 400000"
+       rotate conv_default1 "--epochs 10 --samples 60000" "--epochs 3 --samples 400000" ;;
+    b) rotate small_files "--epochs 4 --files 48000" "--epochs 20 --files 48000"
+       rotate augment_heavy "--epochs 10 --samples 25600" "--epochs 20 --samples 25600" ;;
+    c) rotate cpu_mixup "--epochs 6" "--epochs 60" ;;
     esac ;;
 mixup-cost)  # cpu_mixup at 8 workers: plain, profiled trying nothing, profiled held to 8's CPUs, plain under taskset (as the sweep runs it)
     script=(benchmarks/styles/cpu_mixup.py --epochs 4 --num-workers 8)
