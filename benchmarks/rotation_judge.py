@@ -115,12 +115,23 @@ def judge(frame: pd.DataFrame, advice: int | None) -> dict:
     return result
 
 
+def counts(text: str) -> list[int]:
+    """--workers: worker counts, comma-separated, each 0 or more (argparse turns an error into one line, exit 2)."""
+    try:
+        found = [int(w) for w in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected counts such as 2,4,8, got {text!r}") from None
+    if min(found) < 0:
+        raise argparse.ArgumentTypeError(f"worker counts are 0 or more, got {text!r}")
+    return found
+
+
 def main() -> int:
     if sys.argv[1:2] == ["--child"]:
         child()
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", required=True, help="worker counts, e.g. 2,4,8,12")
+    ap.add_argument("--workers", required=True, type=counts, help="worker counts, e.g. 2,4,8,12")
     ap.add_argument("--advice", type=int, help="the advised count, judged (added to --workers)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--window", type=float, default=2.0, help="timed seconds per turn")
@@ -131,13 +142,17 @@ def main() -> int:
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    counts = sorted({int(w) for w in args.workers.split(",")} | ({args.advice} if args.advice is not None else set()))
+    if not command or not Path(command[0]).is_file():
+        ap.error(f"expected -- SCRIPT [ARGS...] with a script that exists, got {' '.join(command) or 'nothing'}")
+    if args.rounds < 1 or args.window <= 0 or args.warmup < 0 or args.replicas < 1:
+        ap.error("--rounds and --replicas are 1 or more, --window more than 0 s, --warmup 0 s or more")
+    wanted = sorted(set(args.workers) | ({args.advice} if args.advice is not None else set()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     procs = {}
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a time limit's kill still ends the children
     try:
-        turns = [(w, k) for k in range(args.replicas) for w in counts]
+        turns = [(w, k) for k in range(args.replicas) for w in wanted]
         for w, k in turns:  # started one at a time, each stopped once it trains, so start-ups never overlap
             procs[w, k] = start(w, k, command, out, args.gpus)
             wait_for(procs[w, k][1], 2 * w + 20, procs[w, k][0])

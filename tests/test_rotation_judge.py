@@ -50,3 +50,15 @@ def test_the_rotation_judge_ranks_worker_counts_of_a_live_script(tmp_path, repo)
     assert firsts == [1, 2, 4]  # each round starts one count later: a drift hits every count alike
     leftover = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
     assert leftover.stdout == "", "the judge left a training process behind"
+
+
+def test_the_rotation_judge_refuses_bad_arguments_in_one_line(tmp_path, repo):
+    script = tmp_path / "slow_loader.py"
+    script.write_text(SCRIPT)
+    for args in (["--workers", "2,x", "--", str(script)], ["--workers", "2", "--", str(tmp_path / "missing.py")],
+                 ["--workers", "2", "--rounds", "0", "--", str(script)]):
+        done = subprocess.run([sys.executable, str(repo / "benchmarks" / "rotation_judge.py"), "--out",
+                               str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip().splitlines()[-1].startswith("rotation_judge.py: error: "), done.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything was started or written
