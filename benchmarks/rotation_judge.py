@@ -33,8 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from profiling.cpu_rule import cpus_for_workers, first_cpus
+from profiling.sweep import KNEE_TOLERANCE as KNEE
+
 COUNTER = "JUDGE_COUNTER"
-KNEE = 0.05
 
 
 def child() -> None:
@@ -61,17 +63,20 @@ def child() -> None:
 
 
 def read(path: Path) -> tuple[float, float]:
+    """(batches so far, perf_counter of the last one) as the child last wrote them."""
     count, when = struct.unpack("dd", path.read_bytes()[:16])
     return count, when
 
 
 def start(workers: int, replica: int, command: list[str], out: Path, gpus: int) -> tuple[subprocess.Popen, Path]:
+    """One training process of `workers`, in a session of its own (so one signal stops its workers too), held to
+    the CPUs the kit's rule gives it, as `profiling sweep` holds a run."""
     name = f"w{workers}-{replica}"
     counter = out / f"{name}.counter"
     counter.write_bytes(b"\0" * 16)
     env = dict(os.environ, **{COUNTER: str(counter), "DLPROF_LOADERS": str(out / f"{name}.loaders.json"),
                               "DLPROF_SET_WORKERS": str(workers)})
-    cpus = set(sorted(os.sched_getaffinity(0))[:workers + (2 if gpus else 1)])
+    cpus = first_cpus(cpus_for_workers(workers, gpus))
     log = (out / f"{name}.log").open("w")
     proc = subprocess.Popen([sys.executable, __file__, "--child", *command], env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
@@ -80,6 +85,7 @@ def start(workers: int, replica: int, command: list[str], out: Path, gpus: int) 
 
 
 def wait_for(counter: Path, batches: int, proc: subprocess.Popen, limit: float = 300.0) -> None:
+    """Until the process has trained `batches` (its start-up and first worker bursts are behind it)."""
     deadline = time.monotonic() + limit
     while read(counter)[0] < batches:
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -99,6 +105,7 @@ def window(proc: subprocess.Popen, counter: Path, warmup: float, seconds: float)
 
 
 def judge(frame: pd.DataFrame, advice: int | None) -> dict:
+    """Each count's median window (robust to the drift that spreads windows), the best, the knee, the verdict."""
     rate = frame.groupby("workers")["rate"].median()
     best = int(rate.idxmax())
     knee = int(min(w for w, r in rate.items() if r >= (1 - KNEE) * rate[best]))
