@@ -51,13 +51,20 @@ class Slurm:
         assert done.returncode == 0, f"sbatch {' '.join(sbatch_args)}: {done.stderr.strip()}"
         return done.stdout.strip().split(";")[0]
 
+    def cancel(self, job_id: str) -> None:
+        """Forbid the job's requeue, then cancel it. `scancel` sends SIGTERM, which lesson 07's script
+        takes for a preemption: it checkpoints and runs `scontrol requeue`, and Slurm 22.05 put the
+        cancelled job back in the queue (a CI run's cleanup waited 60 s for a job that had restarted)."""
+        self.run("scontrol", "update", f"jobid={job_id}", "Requeue=0")
+        self.run("scancel", job_id)
+
     def wait(self, job_id: str, limit: float = 120) -> None:
         """Poll squeue every 0.1 s until the job has left the queue. (`sbatch --wait` polls
         every 2, then 8, then 32 s, which makes short jobs look slow.)"""
         deadline = time.monotonic() + limit
         while self.run("squeue", "-h", "-j", job_id).stdout.strip():
             if time.monotonic() > deadline:
-                self.run("scancel", job_id)
+                self.cancel(job_id)
                 pytest.fail(f"job {job_id} still queued after {limit} s (cancelled)")
             time.sleep(0.1)
 

@@ -131,7 +131,7 @@ def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm2, python
         deadline = time.monotonic() + limit
         while not (log.exists() and log.read_text().count(text) >= count):
             if time.monotonic() > deadline:
-                slurm2.run("scancel", job)
+                slurm2.cancel(job)
                 pytest.fail(f"{text!r} not in the job log after {limit} s:\n"
                             + (log.read_text()[-3000:] if log.exists() else "(no log)"))
             time.sleep(0.2)
@@ -152,5 +152,5 @@ def test_usr1_under_srun_checkpoints_requeues_and_the_job_resumes(slurm2, python
         slurm2.run("scontrol", "update", f"jobid={job}", "StartTime=now")
         log_has(f"resumed from {saved}")
     finally:
-        slurm2.run("scancel", job)
+        slurm2.cancel(job)
         slurm2.wait(job, limit=60)  # gone from the queue before the next user of the cluster comes

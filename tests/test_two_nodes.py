@@ -52,7 +52,7 @@ def wait_for(what: str, found, limit: float, slurm2: Slurm, job: str, log: Path)
     deadline = time.monotonic() + limit
     while not found():
         if time.monotonic() > deadline:
-            slurm2.run("scancel", job)
+            slurm2.cancel(job)
             tail = log.read_text()[-3000:] if log.exists() else "(no log)"
             pytest.fail(f"{what}: not seen after {limit} s:\n{tail}")
         time.sleep(0.2)
