@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiling.cpu_rule import cpus_for_workers, first_cpus
-from profiling.sweep import KNEE_TOLERANCE as KNEE
+from profiling.sweep import KNEE_TOLERANCE as KNEE, pick_knee
 
 COUNTER = "JUDGE_COUNTER"
 
@@ -108,7 +108,7 @@ def judge(frame: pd.DataFrame, advice: int | None) -> dict:
     """Each count's median window (robust to the drift that spreads windows), the best, the knee, the verdict."""
     rate = frame.groupby("workers")["rate"].median()
     best = int(rate.idxmax())
-    knee = int(min(w for w, r in rate.items() if r >= (1 - KNEE) * rate[best]))
+    knee = pick_knee(rate.rename("images_per_sec").reset_index())  # the sweep's own rule: fewest within 5 %
     spread = frame.groupby("workers")["rate"].agg(lambda s: s.max() / s.min() - 1)
     per_process = frame.groupby(["workers", "replica"])["rate"].median().unstack()
     result = {"batches_per_sec": {int(w): round(r, 1) for w, r in rate.items()},
