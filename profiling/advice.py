@@ -179,8 +179,8 @@ RULES: tuple[Rule, ...] = (
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("fewest_within", "advice", lambda n: n.basis == "tried",
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured, or "
-         "closer to it than the measurement's own noise (one standard error of the two means); each count was "
-         "timed untraced in turns of your own loop, warm-up batches left out."),
+         "closer to it than the measurement's own noise (one standard error of the two means) and within 5%; "
+         "each count was timed untraced in turns of your own loop, warm-up batches left out."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
@@ -298,7 +298,8 @@ BRIEF: dict[str, str] = {
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
     "workers_tried": "Measured in your run: {tried_text}.",
-    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest (or its noise).",
+    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
+                     "(or its noise, up to 5%).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
     "many_small_files": "The workers mostly open and read small files ({read_pct:.0f}% of their time): "
                         "group them into shards or stage them.",

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from torch.utils.data import Dataset
 
 from profiling.advice import RULES, model_numbers
 from profiling.lprof import load_lprof
@@ -104,7 +105,7 @@ def test_the_candidates_stay_within_the_jobs_cpus_and_the_advice_is_the_fewest_w
     assert fewest_within({2: 1.30, 6: 1.015, 8: 1.00, 12: 0.99}) == 6  # 1.015 is within 3 % of 0.99
     # steps as on the H100's tiny_mlp run (4 workers 2.23 ms, 12 workers 2.12 ms, over some 50 steps each),
     # with made-up standard errors: a lead inside the two means' noise does not ask for more workers
-    steps, noise = {2: 2.34e-3, 4: 2.23e-3, 8: 2.13e-3, 12: 2.12e-3}, {2: 0.05e-3, 4: 0.09e-3, 8: 0.1e-3, 12: 0.08e-3}
+    steps, noise = {2: 2.34e-3, 4: 2.20e-3, 8: 2.13e-3, 12: 2.12e-3}, {2: 0.05e-3, 4: 0.09e-3, 8: 0.1e-3, 12: 0.08e-3}
     assert fewest_within(steps) == 8 and fewest_within(steps, noise=noise) == 4
     assert measured_steps({"status": "too short: x", "settings": {"1": {"steps": 9, "seconds": 1.0}}}) == {}
 
@@ -116,7 +117,16 @@ def test_a_count_the_trials_would_drop_is_never_advised_however_noisy():
     steps, noise = {4: 18.28e-3, 6: 20.66e-3, 12: 7.30e-3}, {4: 2e-3, 6: 16e-3, 12: 1e-3}
     assert fewest_within(steps, noise=noise) == 12
     # noise inside the cap still counts
-    assert fewest_within({4: 9.0e-3, 12: 8.0e-3}, noise={4: 1.5e-3, 12: 0.5e-3}) == 4
+    assert fewest_within({4: 8.3e-3, 12: 8.0e-3}, noise={4: 1.5e-3, 12: 0.5e-3}) == 4
+
+
+def test_the_noise_never_admits_a_count_measured_more_than_5_percent_behind_the_best():
+    """conv_default1 on an H100 (1be98f0c): the run measured 8 workers 5.3 % behind 12, inside the two means'
+    noise, and advised 8; the rotation judge put 8 workers 9.3 % behind 12. Counts of 3-5 % still get in."""
+    steps = {4: 3.502e-3, 6: 3.253e-3, 8: 3.170e-3, 12: 3.010e-3, 14: 3.069e-3}
+    noise = {4: 0.126e-3, 6: 0.092e-3, 8: 0.061e-3, 12: 0.072e-3, 14: 0.113e-3}
+    assert fewest_within(steps, noise=noise) == 12
+    assert fewest_within({**steps, 8: 3.140e-3}, noise=noise) == 8  # 4.3 % behind, inside the noise
 
 
 def test_a_counts_noise_is_the_spread_of_its_turns_once_it_has_three():
@@ -154,6 +164,38 @@ def test_a_segment_times_whole_rounds_of_its_workers():
     assert sum(1 for _ in epoch) == 128  # the whole epoch, served by the segments
     ended = trials.segments[:-1]  # the last may be cut by the epoch's end
     assert ended and all(n % 4 == 0 and n >= 8 for _, n, _ in ended), trials.segments
+
+
+class IndexAndPid(Dataset):
+    """Each item says which sample it is and which process built it."""
+
+    def __len__(self) -> int:
+        return 200
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        return i, os.getpid()
+
+
+def test_each_count_keeps_its_workers_from_turn_to_turn_and_the_hand_overs_keep_the_epochs_order():
+    """A count's DataLoader is started once (persistent workers), and a closed turn delivers the batches it
+    prefetched before the next count's first: the epoch arrives in its sampler's order, every batch once."""
+    from torch.utils.data import DataLoader
+
+    trials = Trials(asked="1,2", segment_s=0.0)
+    trials.own, trials.settings, trials.mask, trials.status = 0, [1, 2], None, "trying"
+    trials.queue = [1, 2] * 5  # turns taken in this order (no round ends, so none is dropped)
+    items = list(Segmented(trials, DataLoader(IndexAndPid(), batch_size=2, shuffle=True), iter))
+    assert [int(i) for b in items for i in b[0]] == [i for b in trials.feed.batches for i in b]
+    assert sorted(int(i) for b in items for i in b[0]) == list(range(200))
+    turns = [k for k, _, _ in trials.segments]
+    assert turns.count(1) >= 3 and turns.count(2) >= 3, turns  # many turns each ...
+    workers = {int(p) for b in items for p in b[1]} - {os.getpid()}
+    assert len(workers) == 3  # ... by 1 + 2 workers, each started once
+    trials.release()
+    assert trials.loaders == {}
+    for pid in workers:  # released: the workers are gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts():
