@@ -12,8 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from profiling.cpu_rule import (MAIN_CPUS_GPU_PINNED, MAIN_CPUS_OTHERWISE, cpus_for_workers,  # noqa: F401
-                                main_process_cpus)
+from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
@@ -77,9 +76,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     where the hook tried worker counts (or found it compute-bound), else from the curve or the estimate."""
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
     # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
-    ceiling = facts.cpus
-    if facts.gpus >= 1 and facts.cores_per_gpu:
-        ceiling = max(facts.cpus, facts.cores_per_gpu)
+    ceiling = max(facts.cpus, facts.cores_per_gpu) if facts.gpus >= 1 and facts.cores_per_gpu else facts.cpus
     main_cpus = main_process_cpus(facts.gpus, facts.pin_memory)
     worker_cap = max(ceiling - main_cpus, 0)
     read_share = facts.read_share or 0.0
@@ -228,8 +225,7 @@ RULES: tuple[Rule, ...] = (
          "{level_pct}% of the median of its points from there up), passes the {target_rate:.0f} that feed it "
          "{fed_pct}% of the time, or left the loop asleep for batches under {starve_pct}% of each held step (on a "
          "busy core the hand-over waits for the CPU, which no worker fixes). The advice adds {curve_slack}, "
-         "{num_workers} in all: "
-         "this curve was held for the traced step, which is longer than the real one."),
+         "{num_workers} in all: this curve was held for the traced step, which is longer than the real one."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,
          "Measured: with each batch held {curve_hold_ms:g} ms, as your loop holds it, the main process alone "

@@ -1,7 +1,7 @@
 """Reading a training script's command line without importing the script.
 
 One home for the small checks and scans that `run`, the sweep, the job facts and the job launcher each need:
-the value of a flag, whether a flag is there, an on/off switch, and the arguments with a flag taken out.
+a flag's value or presence, an on/off switch, the arguments with a flag taken out, and the script's syntax tree.
 """
 from __future__ import annotations
 
@@ -49,17 +49,19 @@ def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
     return out
 
 
-def declared_default(script: Path, flag: str) -> object | None:
-    """The literal `default=` of `add_argument(flag, ...)` in the script's source, if any.
-
-    Read with the AST, never by importing: importing a training script would start training
-    (or at least import torch) in the caller's process.
-    """
+def parse_script(path: Path) -> ast.Module | None:
+    """The source's syntax tree, None when it cannot be read or parsed. Read with the AST, never by
+    importing: importing a training script would start training (or at least import torch) here."""
     try:
-        tree = ast.parse(script.read_text(encoding="utf-8"))
+        return ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
-    for call in ast.walk(tree):
+
+
+def declared_default(script: Path, flag: str) -> object | None:
+    """The literal `default=` of `add_argument(flag, ...)` in the script's source (`parse_script`), if any."""
+    tree = parse_script(script)
+    for call in ast.walk(tree) if tree else ():
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"
                 and any(isinstance(a, ast.Constant) and a.value == flag for a in call.args)):
             default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)

@@ -198,22 +198,21 @@ def _report_command(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.verb in ("run", "loader", "sweep"):
+        args.command = _script_command(parser, args.verb, args.command)
     try:
         if args.verb == "report":
             return _report_command(args)
         if args.verb == "run":
-            args.command = _script_command(parser, "run", args.command)
             from profiling.runner import run_command
             return run_command(args)
         if args.verb == "loader":
-            args.command = _script_command(parser, "loader", args.command)
             from profiling.loader_curve import loader_command
             return loader_command(args)
         if args.verb == "compare":
             from profiling.compare import compare_command
             return compare_command(args)
         if args.verb == "sweep":
-            args.command = _script_command(parser, "sweep", args.command)
             from profiling.sweep import sweep_command
             return sweep_command(args)
     except ProfileError as err:

@@ -30,8 +30,7 @@ def compare_phases(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFr
     """Join two phase tables; returns (table with `overall` last, the unit compared)."""
     per_batch = _per_batch_known(before) and _per_batch_known(after)
     column, unit = ("per_batch_ms", "ms per batch") if per_batch else ("seconds", "seconds")
-    b = before.set_index("phase")[column]
-    a = after.set_index("phase")[column]
+    b, a = before.set_index("phase")[column], after.set_index("phase")[column]
     order = [p for p in PHASES if p in b.index or p in a.index]
     order += sorted((set(b.index) | set(a.index)) - set(order))
     table = pd.DataFrame({"phase": order,

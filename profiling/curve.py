@@ -102,12 +102,9 @@ def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_S
     return CurveChoice(best_k, target, rates.get(best_k, zero), best, best_k, top, False, True)
 
 
-def curve_to_dict(curve: LoaderCurve) -> dict:
-    return {**asdict(curve), "points": [asdict(p) for p in curve.points]}
-
-
 def write_curve(curve: LoaderCurve, path: Path) -> Path:
-    path.write_text(json.dumps(curve_to_dict(curve), indent=2) + "\n", encoding="utf-8")
+    data = {**asdict(curve), "points": [asdict(p) for p in curve.points]}
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
 
 

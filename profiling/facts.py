@@ -126,10 +126,8 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
               environment: Environment | None = None, loader: Mapping[str, Any] | None = None) -> JobFacts:
     """Merge flags, the script's own DataLoader (`profiling.capture`), run metadata and the environment
     into the facts the advice is computed from."""
-    meta = meta or {}
-    loader = loader or {}
+    meta, loader, environment = meta or {}, loader or {}, environment or Environment()
     built_at = loader.get("built_at")
-    environment = environment or Environment()
     said: list[str] = []
 
     def pick(label: str, *candidates: tuple[Any, str]) -> Any:

@@ -54,12 +54,9 @@ def _advice_section(report: Report) -> str:
         " &nbsp; <b>--cpus-per-task:</b> "
         f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>",
     ]
-    if advice.reasons:
-        parts.append("<h3>Why</h3>" + _list(advice.reasons))
-    if advice.warnings:
-        parts.append("<h3>Warnings</h3>" + _list(advice.warnings))
-    if advice.notes:
-        parts.append("<h3>Also</h3>" + _list(advice.notes))
+    for title, items in (("Why", advice.reasons), ("Warnings", advice.warnings), ("Also", advice.notes)):
+        if items:
+            parts.append(f"<h3>{title}</h3>" + _list(items))
     if advice.edits:
         parts.append("<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>")
     if advice.fired_rules:
@@ -107,8 +104,5 @@ def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
             for p in plots))
     lines = report.lines.sort_values("seconds", ascending=False) if len(report.lines) else report.lines
     body.append(f"<h2>Lines ({len(lines)}, slowest first)</h2>" + _table(lines, "lines"))
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        + "\n".join(body) + "\n</body></html>\n"
-    )
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+            f"<style>{_STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")

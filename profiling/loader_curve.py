@@ -251,8 +251,7 @@ class _CurveHook:
             self.hold_ms = self.loop_hold_ms(entry)
         if self.hold_ms <= 0:
             return
-        gpus = visible_gpus()
-        cpus = job_cpus()
+        gpus, cpus = visible_gpus(), job_cpus()
         print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
               f"per setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
         # torch's own exit hook (registered when the script imported torch, so it ran before this one)

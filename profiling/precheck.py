@@ -12,14 +12,8 @@ import ast
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from profiling.argv import parse_script
 from profiling.phases import classify_function
-
-
-def _parse(path: Path) -> ast.Module | None:
-    try:
-        return ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return None
 
 
 def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -30,9 +24,15 @@ def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef 
             yield node
 
 
+def has_profile_decorator(script: Path) -> bool:
+    """True when the script marks a function with `@profile` itself (then only that is profiled)."""
+    tree = parse_script(script)
+    return tree is not None and any(_functions(tree, decorated_only=True))
+
+
 def loops_in(path: Path, decorated_only: bool = False) -> list[str]:
     """`file:line` of each training loop in the file's (decorated) functions."""
-    tree = _parse(path)
+    tree = parse_script(path)
     found = []
     for func in _functions(tree, decorated_only) if tree else ():
         first = min([d.lineno for d in func.decorator_list] + [func.lineno])
@@ -43,7 +43,7 @@ def loops_in(path: Path, decorated_only: bool = False) -> list[str]:
 
 def module_level_loop(path: Path) -> int | None:
     """Line of a training loop outside any function (line_profiler cannot time module code)."""
-    tree = _parse(path)
+    tree = parse_script(path)
     if tree is None:
         return None
     body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
@@ -68,7 +68,7 @@ def module_files(name: str, roots: Sequence[Path]) -> list[Path] | None:
 
 def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
     """Modules the script imports that live beside it (the user's own code, not installed packages)."""
-    tree = _parse(script)
+    tree = parse_script(script)
     names = []
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Import):
@@ -105,7 +105,7 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
 def worker_flag(script: Path) -> str | None:
     """The script's own option for DataLoader workers (`-j/--workers` -> `--workers`), read from its
     `add_argument` calls; None when it has none (then the edit names the DataLoader's line)."""
-    tree = _parse(script)
+    tree = parse_script(script)
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
             options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]

@@ -14,21 +14,12 @@ if TYPE_CHECKING:  # annotations only: the job checker imports this module and m
 
 # Phase labels, in the order a training step runs them. `data_wait` is the time spent on the
 # `for ... in loader` header: the main process waiting for the next batch.
-PHASES: tuple[str, ...] = (
-    "data_wait",
-    "host_to_device",
-    "forward",
-    "loss",
-    "backward",
-    "optimizer",
-    "logging_sync",
-    "other",
-)
+PHASES: tuple[str, ...] = ("data_wait", "host_to_device", "forward", "loss", "backward", "optimizer",
+                           "logging_sync", "other")
 
 # Columns of the per-line table (one row per profiled line).
-LINE_COLUMNS: tuple[str, ...] = (
-    "file", "function", "line", "hits", "seconds", "ms_per_hit", "pct_of_function", "source", "phase",
-)
+LINE_COLUMNS: tuple[str, ...] = ("file", "function", "line", "hits", "seconds", "ms_per_hit", "pct_of_function",
+                                 "source", "phase")
 
 
 class ProfileError(ValueError):

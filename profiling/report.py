@@ -114,9 +114,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     loader = loader_for_loop(read_loaders(record), loop.file if loop else None, loop.header_line if loop else None)
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
-    curve = None
-    if curve_path is not None or sibling(lprof_path, CURVE_SUFFIX).is_file():
-        curve = read_curve(Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX))
+    curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)
+    curve = read_curve(curve_file) if curve_path is not None or curve_file.is_file() else None
     if curve is not None and curve.hold_ms <= 0:
         notes.append("the loader curve was timed alone (each batch taken at once): shown, not advised from; "
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
@@ -137,8 +136,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
                   advice=advise(loop, facts, curve=curve, trials=read_trials(record)), notes=notes, meta=meta,
-                  samples=samples, loop=loop,
-                  curve=curve)
+                  samples=samples, loop=loop, curve=curve)
 
 
 def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:

@@ -9,7 +9,6 @@ and records what the report needs later (workers, CPUs, GPUs, host) in `<stem>.m
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import signal
@@ -26,7 +25,7 @@ from profiling import capture
 from profiling.argv import declared_default, flag_value, output_stem, script_problem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
-from profiling.precheck import unreachable_loop
+from profiling.precheck import has_profile_decorator, unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler, write_samples
@@ -55,25 +54,11 @@ def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) 
         return None, f"unknown ({source} is {value!r})"
 
 
-def has_profile_decorator(script: Path) -> bool:
-    """True when the script marks a function with `@profile` itself (then only that is profiled)."""
-    try:
-        tree = ast.parse(script.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return False
-    return any(isinstance(d, ast.Name) and d.id == "profile" or isinstance(d, ast.Attribute) and d.attr == "profile"
-               for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               for d in node.decorator_list)
-
-
 def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
-    """kernprof line-by-line, ignoring any config file, writing exactly `lprof`.
+    """kernprof line-by-line through `profiling.kernprof_entry`, ignoring any config file, writing exactly `lprof`.
 
-    A script without `@profile` is profiled whole, with line_profiler's own auto-profiling
-    (`-p SCRIPT`): no edit needed. `modules` (`run --module`) adds the user's own modules, for a
-    loop that lives in their package. It goes through `profiling.kernprof_entry`, which keeps
-    forked DataLoader workers untraced and records the script's DataLoaders.
-    """
+    A script without `@profile` is profiled whole, with line_profiler's own auto-profiling (`-p SCRIPT`): no edit
+    needed. `modules` (`run --module`) adds the user's own modules, for a loop that lives in their package."""
     targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
     auto = [arg for target in targets for arg in ("-p", target)]
     return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", *auto, "-o", str(lprof),
@@ -81,12 +66,10 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
 
 
 def kernprof_environment(environ: dict[str, str] | None = None, loaders: Path | None = None) -> dict[str, str]:
-    """The child's environment: line_profiler's legacy tracer unless the user chose a core.
+    """The child's environment: line_profiler's legacy tracer unless the user chose a core (`LINE_PROFILER_CORE`).
 
-    Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for
-    every thread (the pin-memory thread too); the legacy tracer watches only the main thread and
-    costs less per line. `LINE_PROFILER_CORE` set by the user wins.
-    """
+    Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for every thread
+    (the pin-memory thread too); the legacy tracer watches only the main thread and costs less per line."""
     env = dict(os.environ if environ is None else environ)
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
     if loaders is not None:  # profiling.capture records the script's DataLoaders there
@@ -111,8 +94,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     lprof = out_dir / f"{stem}.lprof"
     loaders = out_dir / f"{stem}.loaders.json"
     curve = out_dir / f"{stem}.curve.json"  # the loader timed at exit, paced (profiling.loader_curve)
-    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve):
-        # never report a previous run's results
+    for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve):  # never report a previous run's results
         stale.unlink(missing_ok=True)
     meta: dict = {"stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
                   "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
@@ -122,8 +104,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
         child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
     if curve_seconds > 0:
         child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds), HOLD_VAR: HOLD_LOOP})
-    meta["line_profiler_core"] = child_env["LINE_PROFILER_CORE"]
-    meta["start_time"] = _now()
+    meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=_now())
     started = datetime.now(timezone.utc)
     sampler = None
     with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
@@ -142,8 +123,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
                 code = _exit_code(child.wait(), noted)
         finally:
             meta["end_time"] = _now()
-    meta["wall_seconds"] = round((datetime.now(timezone.utc) - started).total_seconds(), 3)
-    meta["exit_code"] = code
+    meta.update(wall_seconds=round((datetime.now(timezone.utc) - started).total_seconds(), 3), exit_code=code)
     (out_dir / f"{stem}.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return code, meta, sampler, machine
 
@@ -209,11 +189,10 @@ def run_command(args: argparse.Namespace) -> int:
     if unreachable:  # the user chose what to profile: say so, and profile it anyway
         print(f"dlkit-prof run: warning: {unreachable}", file=sys.stderr)
     out_dir = Path(args.output_dir)
-    code, meta, sampler, machine = run_profiled(list(args.command), out_dir, args.sample_gpu,
-                                       getattr(args, "sample_interval", 1.0), args.num_workers,
-                                       getattr(args, "curve_seconds", 2.0), getattr(args, "module", None) or (),
-                                       getattr(args, "trace_batches", 500), getattr(args, "try_workers", "auto"),
-                                       getattr(args, "segment_seconds", 2.0))
+    code, meta, sampler, machine = run_profiled(
+        list(args.command), out_dir, args.sample_gpu, getattr(args, "sample_interval", 1.0), args.num_workers,
+        getattr(args, "curve_seconds", 2.0), modules, getattr(args, "trace_batches", 500),
+        getattr(args, "try_workers", "auto"), getattr(args, "segment_seconds", 2.0))
     # imported only now (a thread imported them while the script ran): pandas alone took 0.6 s before the start
     from profiling.render import render
     from profiling.report import build_report, write_report

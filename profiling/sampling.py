@@ -45,12 +45,8 @@ def _proc_stat(pid: int) -> tuple[int, float, int] | None:
 
 def process_tree_usage(root: int) -> tuple[float, float]:
     """(CPU seconds, RSS MiB) summed over `root` and all its live descendants."""
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _proc_stat(int(entry))
-            if st is not None:
-                stats[int(entry)] = st
+    found = {int(entry): _proc_stat(int(entry)) for entry in os.listdir("/proc") if entry.isdigit()}
+    stats = {pid: st for pid, st in found.items() if st is not None}
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
@@ -88,8 +84,7 @@ class Sampler:
     """
 
     def __init__(self, root_pid: int, interval: float = 1.0, gpu: bool = True) -> None:
-        self.root_pid = root_pid
-        self.interval = interval
+        self.root_pid, self.interval = root_pid, interval
         self.rows: list[tuple] = []
         self.message = ""
         self._stop = threading.Event()
