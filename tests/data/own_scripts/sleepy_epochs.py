@@ -5,7 +5,9 @@ DataLoader workers help even on two cores. Every epoch prints how many batches i
 of the sample order, so a caller can check that a profiled run trained on the same batches.
 """
 import argparse
+import atexit
 import hashlib
+import multiprocessing
 import time
 
 import torch
@@ -50,6 +52,9 @@ if __name__ == "__main__":
     ap.add_argument("--items", type=int, default=256)
     ap.add_argument("--item-ms", type=float, default=2.0)
     ap.add_argument("-b", "--batch", type=int, default=8)
+    ap.add_argument("--children-at-exit", action="store_true", help="print how many worker processes outlive the script")
     opts = ap.parse_args()
+    if opts.children_at_exit:  # registered before any loader: runs after the handlers that later code registers
+        atexit.register(lambda: print(f"children at exit {len(multiprocessing.active_children())}", flush=True))
     torch.manual_seed(0)
     Trainer(opts).fit(DataLoader(SlowFiles(opts.items, opts.item_ms), batch_size=opts.batch, shuffle=True))
