@@ -22,6 +22,7 @@ from typing import Any
 
 from profiling import interrupts
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
+from profiling.memory import memory_left_mb, private_mb
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -259,6 +260,8 @@ class Trials:
         from torch.utils.data import DataLoader
 
         if workers not in self.loaders:
+            if workers and self.short_of_memory(workers):
+                self.drop(list(self.loaders))  # one count's workers alive at a time, as in a plain run
             options: dict[str, Any] = {"num_workers": workers, "collate_fn": loader.collate_fn,
                                        "pin_memory": loader.pin_memory, "timeout": loader.timeout,
                                        "worker_init_fn": loader.worker_init_fn}
@@ -267,6 +270,12 @@ class Trials:
                                prefetch_factor=loader.prefetch_factor or 2)
             self.loaders[workers] = DataLoader(loader.dataset, batch_sampler=self.feed, **options)
         return self.loaders[workers]
+
+    def short_of_memory(self, workers: int) -> bool:
+        """Would `workers` more workers, each holding what the live ones hold on average, take more than
+        half of what the job may still take? Then the other counts' workers are stopped first."""
+        live = [w.pid for loader in self.loaders.values() if loader._iterator for w in loader._iterator._workers]
+        return bool(live) and workers * private_mb(live) / len(live) > memory_left_mb() / 2
 
     def drop(self, counts: Any) -> None:
         """Stop the workers of counts no longer tried (torch keeps a persistent loader's iterator)."""

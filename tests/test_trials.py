@@ -291,3 +291,34 @@ def test_the_tried_counts_workers_are_stopped_before_the_exit_handlers_of_torch_
     trials = json.loads((tmp_path / "sleepy_epochs.loaders.json").read_text())["trials"]
     assert trials["status"] != "compute-bound" and {k for k, _, _ in trials["segments"]} >= {1}, trials
     assert "children at exit 0" in done.stdout, done.stdout[-500:]
+
+
+def test_short_of_memory_the_trials_keep_one_counts_workers_alive_at_a_time(monkeypatch):
+    """Kept workers each hold what they copied of the dataset; where the job's memory would not take the
+    next count's workers at the live ones' size, the other counts' workers are stopped first (real workers,
+    the memory left made small). The order and the batches stay the epoch's."""
+    from torch.utils.data import DataLoader
+
+    import profiling.trials as trials_module
+
+    monkeypatch.setattr(trials_module, "memory_left_mb", lambda: 1.0)
+    trials = Trials(asked="1,2", segment_s=0.0)
+    trials.own, trials.settings, trials.mask, trials.status = 0, [1, 2], None, "trying"
+    trials.queue = [1, 2] * 5
+    alive: list[int] = []
+    epoch = Segmented(trials, DataLoader(IndexAndPid(), batch_size=2, shuffle=True), iter)
+    items = []
+    for item in epoch:
+        items.append(item)
+        alive.append(sum(k for k, loader in trials.loaders.items() if loader._iterator is not None))
+    assert [int(i) for b in items for i in b[0]] == [i for b in trials.feed.batches for i in b]
+    assert max(alive) == 2  # never 1 + 2 workers at once ...
+    assert len({int(p) for b in items for p in b[1]} - {os.getpid()}) > 3  # ... so they were started again
+    trials.release()
+
+
+def test_the_memory_figures_come_from_this_machine():
+    from profiling.memory import memory_left_mb, private_mb
+
+    assert 0 < memory_left_mb() < float("inf")  # MemAvailable, or a cgroup's spare below it
+    assert private_mb([os.getpid()]) > 1 and private_mb([2**22 + 7]) == 0  # no such process: nothing
