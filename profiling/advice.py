@@ -101,6 +101,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
     measured: dict = {}
+    capped = never = spare = False  # each branch below sets those it knows
     choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 else None
     short = curve is not None and curve.hold_ms > 0 and compute > 0 and choice is None
     if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)
@@ -114,7 +115,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         traced = trials.get("traced") or {}
         # (profiling.trials.held_slower); without the traced part's steps there is no compute to compare
         needs_cpus = bool(trials.get("squeezed")) and not above_threshold and bool(traced.get("steps"))
-        basis, capped, never, spare, loader_bound = "tried", False, False, False, not needs_cpus
+        basis, loader_bound = "tried", not needs_cpus
         if needs_cpus:
             measured.update(step_needs_cpus=True, held_cpus=cpus_for_workers(workers, facts.gpus, facts.pin_memory),
                             traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
@@ -129,17 +130,14 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
                     "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers,
                     "curve_fed_workers": choice.fed_workers, "curve_fed_rate": choice.fed_rate,
                     "curve_slack": None if choice.fed_workers is None else choice.workers - choice.fed_workers}
-        spare = False
     elif not loader_bound:
-        chosen = needed = workers
-        basis, capped, never, spare = "kept", False, False, False
+        chosen, needed, basis = workers, workers, "kept"
     elif raw is not None:
         needed = max(math.ceil(ESTIMATE_FACTOR * produce / compute - 1e-9), raw)
         chosen = min(needed, worker_cap)
-        basis, capped, never, spare = "estimate", raw > chosen, False, raw <= chosen < needed
+        basis, capped, spare = "estimate", raw > chosen, raw <= chosen < needed
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
-        needed = chosen = worker_cap
-        basis, capped, never, spare = "estimate", False, False, False
+        chosen, needed, basis = worker_cap, worker_cap, "estimate"
     return AdviceNumbers(**{
         **asdict(job), **measured, "num_workers": chosen,
         "cpus_per_task": cpus_for_workers(chosen, facts.gpus, facts.pin_memory),
@@ -293,7 +291,6 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "workers_tried": "Measured in your run: {tried_text}.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
                      "(or its noise, up to 5%).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
@@ -312,7 +309,6 @@ BRIEF: dict[str, str] = {
     "never_feeds_held_loop": "No number of workers keeps the loop fed: make batches cheaper to build.",
     "handoff_only": "The {wait_ms:.2f} ms left is the hand-over of a finished batch, which workers do not remove.",
     "compute_bound": "The loader is not the bottleneck: the loop waited {wait_pct:.1f}% of a step for data.",
-    "keep_workers": "Keep num_workers={num_workers}.",
     "fewer_workers": "The loader keeps up with {num_workers} worker(s), fewer than the {current_workers} used.",
     "main_process_cpus": "Plus {main_cpus} CPUs for the main process (loop, pin-memory thread, CUDA waits).",
 }

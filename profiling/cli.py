@@ -12,6 +12,7 @@ matters.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,9 @@ from profiling.records import ProfileError
 EXIT_BAD_INPUT = 2
 FORMATS = ("text", "md", "html", "json", "csv")
 DEFAULT_WORKERS = "0,1,2,4,8"
+# The verbs other than `report`: (module, function), imported only when the verb runs.
+LAZY_VERBS = {"run": ("profiling.runner", "run_command"), "loader": ("profiling.loader_curve", "loader_command"),
+              "compare": ("profiling.compare", "compare_command"), "sweep": ("profiling.sweep", "sweep_command")}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -203,18 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.verb == "report":
             return _report_command(args)
-        if args.verb == "run":
-            from profiling.runner import run_command
-            return run_command(args)
-        if args.verb == "loader":
-            from profiling.loader_curve import loader_command
-            return loader_command(args)
-        if args.verb == "compare":
-            from profiling.compare import compare_command
-            return compare_command(args)
-        if args.verb == "sweep":
-            from profiling.sweep import sweep_command
-            return sweep_command(args)
+        if args.verb in LAZY_VERBS:
+            module, function = LAZY_VERBS[args.verb]
+            return getattr(importlib.import_module(module), function)(args)
     except ProfileError as err:
         print(f"dlkit-prof {args.verb}: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -43,6 +43,15 @@ def first_cpus(count: int, mask: set[int] | None = None) -> set[int]:
     return set(sorted(os.sched_getaffinity(0) if mask is None else mask)[:max(count, 1)])
 
 
+def job_cpus() -> int | None:
+    """How many CPUs this process may use (the job's): its affinity mask, never os.cpu_count(); None where the
+    system keeps no mask."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
 def hold_process(cpus: set[int]) -> None:
     """Every thread of this process (and what it forks later) onto `cpus`, as a job given them has its
     threads: sched_setaffinity(0) moves only the calling thread, and torch's pool stayed where it was."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiling.argv import switch
+from profiling.cpu_rule import job_cpus
 from profiling.records import JobFacts
 
 
@@ -27,7 +28,7 @@ class Environment:
     """What the machine says, gathered once, so that `job_facts` stays a pure function."""
 
     env: Mapping[str, str] = field(default_factory=dict)
-    affinity: int | None = None    # len(os.sched_getaffinity(0))
+    affinity: int | None = None    # profiling.cpu_rule.job_cpus()
     node_text: str | None = None   # `scontrol show node NAME` output, when inside Slurm
     nvml_gpus: int | None = None   # GPUs the NVIDIA driver reports, when there is one
 
@@ -91,12 +92,8 @@ def node_name(env: Mapping[str, str], meta: Mapping[str, Any]) -> str | None:
 def read_environment(meta: Mapping[str, Any] | None = None) -> Environment:
     """Gather the process's environment, affinity mask, Slurm node description and NVML count."""
     env = dict(os.environ)
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        affinity = None
     node = node_name(env, meta or {})
-    return Environment(env=env, affinity=affinity, node_text=_scontrol_node(node) if node else None,
+    return Environment(env=env, affinity=job_cpus(), node_text=_scontrol_node(node) if node else None,
                        nvml_gpus=_nvml_gpus())
 
 

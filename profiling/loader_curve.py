@@ -19,8 +19,11 @@ Two ways in, both through profiling.capture's hook on the script's DataLoaders:
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,9 +32,9 @@ from typing import Any
 
 from profiling import capture, interrupts
 from profiling.argv import output_stem, script_problem
-from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
-from profiling.curve import write_curve
-from profiling.records import CurvePoint, LoaderCurve, curve_timing
+from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, job_cpus, workers_for_cpus
+from profiling.curve import read_curve, write_curve
+from profiling.records import CurvePoint, LoaderCurve, ProfileError, curve_timing
 
 CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON; the report, or `loader`, draws it)
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
@@ -177,14 +180,6 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
     return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where, round(hold_s * 1e3, 3))
 
 
-def job_cpus() -> int:
-    """The CPUs this process may use (the job's): the affinity mask, never os.cpu_count()."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return 1
-
-
 def visible_gpus() -> int:
     import torch
 
@@ -251,7 +246,7 @@ class _CurveHook:
             self.hold_ms = self.loop_hold_ms(entry)
         if self.hold_ms <= 0:
             return
-        gpus, cpus = visible_gpus(), job_cpus()
+        gpus, cpus = visible_gpus(), job_cpus() or 1
         print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
               f"per setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
         # torch's own exit hook (registered when the script imported torch, so it ran before this one)
@@ -293,16 +288,8 @@ if __name__ == "__main__":
 
 
 def loader_command(args: Any) -> int:
-    """`profiling loader --hold-ms MS -- SCRIPT ARGS`: the script runs until its loader gave a few batches,
-    then the loader is timed at each k, each batch held MS; writes `<stem>.curve.json` and `.png` into
-    --output-dir."""
-    import json
-    import subprocess
-    import tempfile
-
-    from profiling.curve import read_curve
-    from profiling.records import ProfileError
-
+    """`profiling loader --hold-ms MS -- SCRIPT ARGS` (see the module's docstring): writes `<stem>.curve.json`
+    and `.png` into --output-dir."""
     problem = script_problem(args.command[0])
     if problem:
         raise ProfileError(problem)

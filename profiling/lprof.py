@@ -30,11 +30,8 @@ MAX_BYTES = 512 * 1024 * 1024
 
 
 class _LineStatsState:
-    """Inert stand-in for any version's `LineStats`: pickle's BUILD fills in its `__dict__`.
-
-    It accepts (and keeps) constructor arguments too, in case a writer pickled
-    `LineStats(timings, unit)` through a reduce call instead of the plain state.
-    """
+    """Inert stand-in for any version's `LineStats`: pickle's BUILD fills in its `__dict__`. It keeps
+    constructor arguments too, in case a writer pickled `LineStats(timings, unit)` through a reduce call."""
 
     def __init__(self, timings: Any = None, unit: Any = None) -> None:
         if timings is not None:
@@ -133,11 +130,9 @@ def _is_count(value: Any) -> bool:
 
 
 def _check_timings(timings: Any, where: str) -> dict[tuple[str, int, str], list[tuple[int, int, int]]]:
-    """Check the `{(file, first_line, name): [(line, hits, ticks), ...]}` shape, line by line.
-
-    Empty line lists (functions that never ran, or `kernprof -z`) are kept; a profile with no
-    recorded line at all is an error, because there is nothing to report.
-    """
+    """Check the `{(file, first_line, name): [(line, hits, ticks), ...]}` shape, line by line. Empty line
+    lists (functions that never ran, or `kernprof -z`) are kept; a profile with no recorded line at all is
+    an error, because there is nothing to report."""
     if not isinstance(timings, dict):
         raise ProfileError(f"{where}: LineStats has no 'timings' table (got {type(timings).__name__})")
     clean: dict[tuple[str, int, str], list[tuple[int, int, int]]] = {}

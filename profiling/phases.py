@@ -157,11 +157,9 @@ def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef
 
 def classify_function(source: str | ast.AST, file: str, first_line: int,
                       name: str) -> tuple[dict[int, str], list[LoaderLoop]]:
-    """Phase of every line of one function, and the loader loops in it.
-
-    `source` is the module's text or its parsed tree (parse once per file when there are many
-    functions, as with `kernprof -p`). Raises SyntaxError for text that does not parse.
-    """
+    """Phase of every line of one function, and the loader loops in it. `source` is the module's text or
+    its parsed tree (parse once per file when there are many functions, as with `kernprof -p`); SyntaxError
+    for text that does not parse."""
     tree = ast.parse(source) if isinstance(source, str) else source
     func = _find_function(tree, first_line, name)
     if func is None:
@@ -265,11 +263,9 @@ def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary |
 
 
 def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
-    """Seconds, % and ms per batch of each phase, over the function that holds the training loop.
-
-    Restricting to that function keeps "per batch" honest when other functions (an eval loop,
-    helpers) were profiled too; without a loop every profiled line counts and per-batch is empty.
-    """
+    """Seconds, % and ms per batch of each phase, over the function that holds the training loop: that keeps
+    "per batch" honest when other functions (an eval loop, helpers) were profiled too. Without a loop every
+    profiled line counts and per-batch is empty."""
     import pandas as pd
 
     rows = table if loop is None else table[(table["file"] == loop.file) & (table["function"] == loop.function)]

@@ -6,7 +6,6 @@ so no display and no global pyplot state are involved (safe inside batch jobs an
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
+from profiling.cpu_rule import job_cpus
 from profiling.records import PHASES, AdviceNumbers, LoaderCurve, Report
 
 TOP_LINES = 15
@@ -155,7 +155,7 @@ def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:
     import multiprocessing  # here, not above: the script's process draws its loader curve at exit, where
     from concurrent.futures import ProcessPoolExecutor  # these imports can no longer register their atexit
 
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    cpus = job_cpus() or 1
     if cpus < 2 or len(jobs) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return [job[0](*job[1:]) for job in jobs]
     with ProcessPoolExecutor(min(cpus, len(jobs)), mp_context=multiprocessing.get_context("fork")) as pool:

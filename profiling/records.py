@@ -64,11 +64,8 @@ Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the
 
 @dataclass(frozen=True)
 class AdviceNumbers:
-    """Every number the advice rules test and their messages show, computed once by `model_numbers`.
-
-    The fields after `num_workers` describe the training loop; they stay None (or False) when no
-    loader loop was found.
-    """
+    """Every number the advice rules test and their messages show (`model_numbers`). The fields after
+    `num_workers` describe the training loop; they stay None (or False) when no loader loop was found."""
 
     loop_found: bool
     cpus: int                  # the job's CPUs
@@ -183,13 +180,10 @@ class Advice:
 
 @dataclass(frozen=True)
 class LoopSummary:
-    """The training loop the advice is about, as measured in the profile.
-
-    `wait_seconds` is the time on the `for ... in loader` header: the main process waiting for
-    the next batch. `compute_seconds` is everything else inside the loop body (copy, forward,
-    loss, backward, step, logging) taken together, so it does not matter onto which of those lines
-    asynchronous CUDA work happened to be charged.
-    """
+    """The training loop the advice is about, as measured in the profile. `wait_seconds` is the time on the
+    `for ... in loader` header: the main process waiting for the next batch. `compute_seconds` is the rest of
+    the loop body (copy, forward, loss, backward, step, logging) taken together, so it does not matter onto
+    which of those lines asynchronous CUDA work happened to be charged."""
 
     file: str
     function: str

@@ -98,11 +98,9 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                  num_workers: int | None = None, source_root: str | Path | None = None,
                  cores_per_gpu: int | None = None, environment: Environment | None = None,
                  curve_path: str | Path | None = None) -> Report:
-    """Read a .lprof (and its metadata, its loaders and its loader curve) and compute everything the
-    renderers show. The curve is `curve_path`, else `<stem>.curve.json` beside the profile, if any.
-
-    Raises ProfileError for a file that is missing, unsafe, malformed or empty.
-    """
+    """Read a .lprof (and its metadata, its loaders and its loader curve: `curve_path`, else `<stem>.curve.json`
+    beside it, if any) and compute everything the renderers show. ProfileError for a missing, unsafe, malformed
+    or empty file."""
     lprof_path = Path(lprof_path)
     profile = load_lprof(lprof_path)
     meta, notes = read_meta(lprof_path)

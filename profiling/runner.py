@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -65,15 +65,14 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
             script, *args]
 
 
-def kernprof_environment(environ: dict[str, str] | None = None, loaders: Path | None = None) -> dict[str, str]:
-    """The child's environment: line_profiler's legacy tracer unless the user chose a core (`LINE_PROFILER_CORE`).
+def kernprof_environment(loaders: Path) -> dict[str, str]:
+    """The child's environment: line_profiler's legacy tracer unless the user chose a core (`LINE_PROFILER_CORE`),
+    and where profiling.capture records the script's DataLoaders.
 
     Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for every thread
     (the pin-memory thread too); the legacy tracer watches only the main thread and costs less per line."""
-    env = dict(os.environ if environ is None else environ)
+    env = {**os.environ, capture.PATH_VAR: str(loaders)}
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
-    if loaders is not None:  # profiling.capture records the script's DataLoaders there
-        env[capture.PATH_VAR] = str(loaders)
     return env
 
 
@@ -85,9 +84,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
                  num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
                  trace_batches: int = 500, try_workers: str = "auto",
                  segment_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None", Environment]:
-    """Run the script under kernprof; return (exit code, metadata, sampler or None, the machine's facts).
-    Tracing stops after `trace_batches` (or the first epoch) and the loop is timed untraced, trying worker counts
-    (profiling.trials); a run too short for that gets the paced loader curve at exit (profiling.loader_curve)."""
+    """Run the script under kernprof (traced, then timed untraced: profiling.trials; too short for that, the loader
+    curve at exit: profiling.loader_curve); return (exit code, metadata, sampler or None, the machine's facts)."""
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
@@ -117,9 +115,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
                 sampler = Sampler(child.pid, interval=interval)
                 if sampler.message:
                     print(f"dlkit-prof run: {sampler.message}", file=sys.stderr)
-                with sampler:
-                    code = _exit_code(child.wait(), noted)
-            else:
+            with sampler if sampler is not None else nullcontext():
                 code = _exit_code(child.wait(), noted)
         finally:
             meta["end_time"] = _now()
@@ -157,11 +153,9 @@ EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (
 
 @contextmanager
 def _sigint_noted() -> Iterator[list[int]]:
-    """While the child runs, only note a SIGINT, as a shell does.
-
-    The child shares our process group, so a terminal's Ctrl-C reaches it too; it stops and writes
-    its profile. A KeyboardInterrupt raised here instead could land before or after the wait
-    returns, and then the report would be lost."""
+    """While the child runs, only note a SIGINT, as a shell does. The child shares our process group, so a
+    terminal's Ctrl-C reaches it too; it stops and writes its profile. A KeyboardInterrupt raised here instead
+    could land before or after the wait returns, and then the report would be lost."""
     noted: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
     try:

@@ -77,11 +77,9 @@ def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
 
 
 class Sampler:
-    """Background thread that samples a process tree (and the GPUs) every `interval` seconds.
-
-    Use as a context manager around the child's lifetime; `frame()` returns the samples.
-    `message` holds the one line to show when GPU sampling is off (no GPU, no driver).
-    """
+    """Background thread that samples a process tree (and the GPUs) every `interval` seconds, used as a context
+    manager around the child's lifetime; `frame()` returns the samples. `message` holds the one line to show
+    when GPU sampling is off (no GPU, no driver)."""
 
     def __init__(self, root_pid: int, interval: float = 1.0, gpu: bool = True) -> None:
         self.root_pid, self.interval = root_pid, interval

@@ -52,11 +52,9 @@ class Setting:
     cpus: int  # --cpus-per-task for these workers: profiling.cpu_rule.cpus_for_workers
 
 
-def hooked(command: list[str], loaders: Path, workers: int | None, batches: int) -> list[str]:
+def hooked(command: list[str], loaders: Path, workers: int, batches: int) -> list[str]:
     """The command run through `profiling.capture`: workers set on its loaders, stopped after `batches`."""
-    settings = [f"{capture.PATH_VAR}={loaders}", f"{capture.BATCHES_VAR}={batches}"]
-    if workers is not None:
-        settings.append(f"{capture.WORKERS_VAR}={workers}")
+    settings = [f"{capture.PATH_VAR}={loaders}", f"{capture.BATCHES_VAR}={batches}", f"{capture.WORKERS_VAR}={workers}"]
     return ["env", *settings, sys.executable, "-m", "profiling.capture", *command]
 
 
@@ -84,11 +82,10 @@ def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: in
 
 
 def read_metrics(path: Path) -> tuple[float, float]:
-    """(images_per_sec, mean epoch seconds) from the script's metrics JSON, or samples per second
-    from the busiest loader's own batches (the hook's record; no epoch time then).
-
-    A run of two epochs or more is timed on the epochs after the first (`steady_epochs`): the first
-    carries the run's warm-up (the second took 0.79-0.90 of it, median of six GPU sweeps)."""
+    """(images_per_sec, mean epoch seconds) from the script's metrics JSON, or samples per second from the
+    busiest loader's own batches (the hook's record; no epoch time then). Two epochs or more are timed on
+    those after the first (`steady_epochs`), which carries the warm-up (the second took 0.79-0.90 of it,
+    median of six GPU sweeps)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
         rate = capture.batches_per_second(loader) if loader else None
@@ -104,12 +101,11 @@ def read_metrics(path: Path) -> tuple[float, float]:
 
 
 def loop_times(path: Path) -> tuple[float, float]:
-    """(compute, data wait) per batch of the training loop in ms, NaN where the record does not say.
-
-    From the hook's own timing of the loop (loaders.json), or from a kit script's per-epoch seconds,
-    data wait and images (its warm epochs, as `read_metrics`). The model assumes the compute per
-    batch does not change with the workers; this checks it at every setting, where past the knee the
-    extra workers can slow the main process (docs/profiling-model.md, assumption 2)."""
+    """(compute, data wait) per batch of the training loop in ms, NaN where the record does not say: from the
+    hook's own timing of the loop (loaders.json), or a kit script's per-epoch seconds, data wait and images
+    (its warm epochs, as `read_metrics`). The model assumes the compute per batch does not change with the
+    workers; this checks it at every setting, where past the knee the extra workers can slow the main process
+    (docs/profiling-model.md, assumption 2)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
         step = capture.loop_step(loader) if loader else None
@@ -190,10 +186,9 @@ def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int |
 
 
 def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
-    """One row per setting: the median of its successful repeats, else its first failure.
-
-    The median, not the fastest: warm repeats of one setting moved both ways by up to 12 %, and the
-    fastest of n runs favours whichever setting happens to be noisiest."""
+    """One row per setting: the median of its successful repeats, else its first failure. The median, not the
+    fastest: warm repeats of one setting moved both ways by up to 12 %, and the fastest of n runs favours
+    whichever setting happens to be noisiest."""
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     kept = []
     for _, runs in frame.groupby("workers", sort=True):

@@ -55,10 +55,8 @@ def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, 
 
 
 def line_table(profile: LineProfile, sources: Sources) -> pd.DataFrame:
-    """One row per (function, line): hits, seconds, ms per hit, % of the function, source text.
-
-    `phase` is filled with "other" here; the phases stage replaces it.
-    """
+    """One row per (function, line): hits, seconds, ms per hit, % of the function, source text, and
+    `phase` "other" (the phases stage replaces it)."""
     rows = []
     for (filename, _first, function), entries in profile.timings.items():
         total_ticks = sum(ticks for _line, _hits, ticks in entries)

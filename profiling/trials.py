@@ -144,14 +144,12 @@ class Trials:
         """One batch of any loader: count the traced ones, time the untraced ones of the training loader."""
         if not self.is_training(entry):
             return
+        if step_s is not None and wait_s is not None:
+            self.add(self.traced if self.tracing else self.untraced, step_s, wait_s)
         if self.tracing:
             self.traced_batches += 1
-            if step_s is not None and wait_s is not None:
-                self.add(self.traced, step_s, wait_s)
             if self.traced_batches >= self.trace_batches:
                 self.stop_tracing()
-        elif step_s is not None and wait_s is not None:
-            self.add(self.untraced, step_s, wait_s)
 
     @staticmethod
     def add(into: dict[str, float], step_s: float, wait_s: float) -> None:
