@@ -353,11 +353,11 @@ class Segmented:
         self.trials.hold(self.workers)
         self.feed.open, state = True, torch.random.get_rng_state()
         loader = self.trials.loader_for(workers, self.loader)
-        started = workers > 0 and loader._iterator is None
+        forks = workers > 0 and loader._iterator is None  # this count's first turn starts its workers
         # torch's own __iter__ (not recorded as a loader of the script): forks the count's workers once
         self.inner = interrupts.guarded(self.make, loader)
         torch.random.set_rng_state(state)  # the turn's seed draw leaves the script's RNG where it was
-        if started:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
+        if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
             atexit.unregister(self.trials.release)
             atexit.register(self.trials.release)
         self.skip = 1 + workers * (self.loader.prefetch_factor or 2)
