@@ -29,10 +29,12 @@ TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
 SEGMENT_VAR = "DLPROF_SEGMENT_SECONDS"  # timed seconds per segment
 TRACE_BATCHES = 500
 SEGMENT_SECONDS = 2.0
-ROUNDS = 6         # each setting timed in this many segments, when the run has the batches
+ROUNDS = 12        # at most this many rounds of turns, while two or more counts are still in the running
 TURNS_FOR_SPREAD = 3  # with this many segments, a count's noise is the spread of its segments' means
 MIN_TIMED = 5      # a segment counts only with this many timed batches
-PRUNE = 1.25       # after the first round, settings slower than this x the best are dropped
+MIN_TURN = 0.25    # ... and an epoch's share of batches ends a turn only after this share of --segment-seconds
+PRUNE = 1.25       # after each round, settings slower than this x the best are dropped
+SURE = 2.0         # ... and, once timed in TURNS_FOR_SPREAD turns, those this many standard errors past LIMIT
 LOADER_BOUND = 0.05  # the untraced loop waited this share of a step: the loader holds it back
 HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -57,6 +59,22 @@ def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE, noise: 
     return min(k for k, step in steps.items() if step <= allowed(k))
 
 
+def out_of_the_running(steps: dict[int, float], segments: list) -> set[int]:
+    """The counts no longer worth a turn: slower than PRUNE x the best, or, both timed in TURNS_FOR_SPREAD
+    turns or more, more than LIMIT behind the best by SURE standard errors of the gap (by their turns'
+    spread). The turns left then go to the counts near the line the advice draws: on an H100 a 30 s run of
+    conv_default1 gave each of 5 counts 6 turns, and their means were still 2-3 % uncertain."""
+    fastest = min(steps, key=lambda k: steps[k])
+    turns = turn_means(segments)
+    noise = {k: statistics.stdev(m) / math.sqrt(len(m)) for k, m in turns.items() if len(m) >= TURNS_FOR_SPREAD}
+
+    def sure_behind(k: int) -> bool:
+        gap = steps[k] - (1 + LIMIT) * steps[fastest]
+        return k in noise and fastest in noise and gap > SURE * math.hypot(noise[k], noise[fastest])
+
+    return {k for k in steps if k != fastest and (steps[k] > PRUNE * steps[fastest] or sure_behind(k))}
+
+
 def whole_rounds(timed: int, workers: int) -> bool:
     """Enough timed batches to end a segment: at least MIN_TIMED, and a whole number of rounds of the
     workers. Started together, k workers hand their batches over in bursts of about k, one burst per
@@ -66,14 +84,20 @@ def whole_rounds(timed: int, workers: int) -> bool:
     return timed >= MIN_TIMED and timed % max(workers, 1) == 0
 
 
+def turn_means(segments: list) -> dict[int, list[float]]:
+    """Each count's mean step (s) in each of its turns of at least MIN_TIMED batches."""
+    turns: dict[int, list[float]] = {}
+    for k, n, seconds in segments:
+        if n >= MIN_TIMED:
+            turns.setdefault(int(k), []).append(seconds / n)
+    return turns
+
+
 def step_noise(record: dict | None) -> dict[int, float]:
     """The standard error of each tried count's mean step (s): by the spread of its turns' means once it
     has TURNS_FOR_SPREAD, else by its steps. Steps inside a turn are not independent: 12 workers on an
     H100 timed turns of 1.77, 2.06 and 2.42 ms a step, 0.02 ms of noise by steps and 0.19 ms by turns."""
-    noise, turns = {}, {}
-    for k, n, seconds in (record or {}).get("segments", []):
-        if n >= MIN_TIMED:
-            turns.setdefault(int(k), []).append(seconds / n)
+    noise, turns = {}, turn_means((record or {}).get("segments", []))
     for k, t in (record or {}).get("settings", {}).items():
         n, means = t.get("steps", 0), turns.get(int(k), [])
         if len(means) >= TURNS_FOR_SPREAD:
@@ -223,9 +247,12 @@ class Trials:
                 self.status = "tried"
                 return self.release()
             if all(k in steps for k in self.settings):
-                best = min(steps[k] for k in self.settings)
-                self.drop(k for k in self.settings if steps[k] > PRUNE * best)
-                self.settings = [k for k in self.settings if steps[k] <= PRUNE * best]
+                out = out_of_the_running({k: steps[k] for k in self.settings}, self.segments)
+                self.drop(out)
+                self.settings = [k for k in self.settings if k not in out]
+            if len(self.settings) < 2:  # one count left: it is the fastest, nothing more to part
+                self.status = "tried"
+                return self.release()
         order = self.settings[self.rounds % len(self.settings):] + self.settings[:self.rounds % len(self.settings)]
         self.queue = list(order)
 
@@ -397,7 +424,9 @@ class Segmented:
             if self.count == self.skip + 1:
                 self.started = self.last
             share = len(self.feed.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
-            long_enough = now - self.started >= self.trials.segment_s or self.count >= share
+            timed_s = now - self.started
+            long_enough = timed_s >= self.trials.segment_s or (
+                self.count >= share and timed_s >= MIN_TURN * self.trials.segment_s)
             if long_enough and whole_rounds(self.count - self.skip, self.workers):
                 self.end_turn()  # the next batch after the prefetched ones opens the next count's turn
         self.last = now

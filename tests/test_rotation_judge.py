@@ -44,6 +44,9 @@ def test_the_rotation_judge_ranks_worker_counts_of_a_live_script(tmp_path, repo)
     assert rate[2] > 1.5 * rate[1] and rate[4] > 1.5 * rate[2], rate  # each doubling of workers nearly doubles
     assert (result["best"], result["knee"], result["advice"]) == (4, 4, 2)
     assert result["within_5pct"] is False and result["at_most_knee_plus_2"] is True
+    # paired by rounds: 4 workers are about twice 2, in every round, so the interval is far from 1.05: sure
+    assert result["sure"] is True and result["ratio_90pct"][0] > 1.5, result
+    assert result["paired_vs_best"]["4"] == 1.0 and result["paired_vs_best"]["1"] < 0.5
     windows = pd.read_csv(out / "windows.csv")
     assert len(windows) == 9 and sorted(windows["workers"].unique()) == [1, 2, 4]  # 3 rounds of 3 counts
     firsts = windows.groupby("round")["workers"].first().tolist()

@@ -24,7 +24,8 @@ from profiling.lprof import load_lprof
 from profiling.records import JobFacts, LoopSummary
 from profiling.render import _loop_lines
 from profiling.report import build_report
-from profiling.trials import Segmented, Trials, candidates, fewest_within, measured_steps, step_noise, whole_rounds
+from profiling.trials import (Segmented, Trials, candidates, fewest_within, measured_steps, out_of_the_running,
+                              step_noise, whole_rounds)
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
 SLEEPY = OWN / "sleepy_epochs.py"
@@ -210,6 +211,26 @@ def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts()
     assert trials.queue == [2]
 
 
+def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_ends_the_trials():
+    """Turns (ms a step) shaped like conv_default1's on an H100: after three turns each, 8 workers are
+    13 % behind 14 with little spread, so the turns left go to 6 and 14; 6, 9 % behind but noisy, stays."""
+    def turns(k: int, *ms: float) -> list[tuple[int, int, float]]:
+        return [(k, 200, 200 * m / 1e3) for m in ms]
+
+    segments = turns(6, 3.42, 3.05, 3.30) + turns(8, 3.40, 3.42, 3.38) + turns(14, 3.03, 2.89, 3.05)
+    steps = {k: sum(s for j, _, s in segments if j == k) / 600 for k in (6, 8, 14)}
+    assert out_of_the_running(steps, segments) == {8}
+    assert out_of_the_running(steps, segments[:2] + segments[3:5] + segments[6:8]) == set()  # 2 turns: not sure
+    assert out_of_the_running({**steps, 2: 5.6e-3}, segments) == {2, 8}  # 1.25x the best: out at once
+    trials = Trials(asked="6,8,14")
+    trials.own, trials.settings, trials.mask, trials.status, trials.rounds = 6, [6, 8, 14], None, "trying", 3
+    trials.segments = segments + turns(6, 3.9, 3.9, 3.9)  # 6 falls behind too: 14 is left alone
+    trials.timed = {k: {"steps": sum(n for j, n, _ in trials.segments if j == k),
+                        "seconds": sum(s for j, _, s in trials.segments if j == k), "wait_seconds": 0.0}
+                    for k in (6, 8, 14)}
+    assert trials.next_setting() is None and trials.status == "tried" and trials.settings == [14]
+
+
 def test_a_gpu_step_that_computes_slower_on_its_held_cpus_than_traced_is_tried_though_the_loader_keeps_up():
     """The cpu_mixup case of issue 34 (H100): mixup on the CPU in the loop. Held to the 4 CPUs of its own 2
     workers the loop barely waited but computed 64 ms a step, against 44 ms traced on the job's 16 CPUs;
@@ -284,7 +305,7 @@ def test_the_tried_counts_workers_are_stopped_before_the_exit_handlers_of_torch_
     """A run that ends while the counts still take turns: their persistent workers are stopped by a handler
     registered after them, so it runs first. On an H100 (torch 2.11, pinned memory) torch's own exit handler
     waited 5 s for each idle worker it never told to stop: 33 of small_files' were left 40 s after its end."""
-    done = dlprof(repo, tmp_path, "run", "--try-workers", "1,2", "--segment-seconds", "30", "--formats", "json",
+    done = dlprof(repo, tmp_path, "run", "--try-workers", "1,2", "--segment-seconds", "0.4", "--formats", "json",
                   "--output-dir", str(tmp_path), "--", str(SLEEPY), "--epochs", "3", "--items", "128",
                   "--children-at-exit")
     assert done.returncode == 0, done.stderr
