@@ -115,9 +115,9 @@ def paired(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge(frame: pd.DataFrame, advice: int | None, draws: int = 2000) -> dict:
-    """Each count's median window, and from the paired windows the best, the knee and the verdict, with a 90 %
-    interval for the ratio (rounds drawn again with replacement): a verdict whose interval straddles 1.05 is
-    not sure, and the judge says so rather than let one median decide."""
+    """Each count's median window, and from the paired windows each count's level (its median over rounds),
+    the best, the knee and the verdict, all from those levels, with a 90 % interval for the ratio (rounds drawn
+    again with replacement): a verdict whose interval straddles 1.05 is not sure, and the judge says so."""
     rate = frame.groupby("workers")["rate"].median()
     relative = paired(frame)
     level = relative.median()
@@ -131,10 +131,10 @@ def judge(frame: pd.DataFrame, advice: int | None, draws: int = 2000) -> dict:
               "per_process": {int(w): [round(v, 1) for v in row.dropna()] for w, row in per_process.iterrows()},
               "rounds": len(relative), "best": best, "knee": knee}
     if advice is not None and advice in relative.columns:
-        ratios = (relative[best] / relative[advice]).to_numpy()
-        ratio = float(np.median(ratios))
-        pick = np.random.default_rng(0).integers(0, len(ratios), (draws, len(ratios)))
-        low, high = np.quantile(np.median(ratios[pick], axis=1), [0.05, 0.95])
+        ratio = float(level[best] / level[advice])  # the statistic the knee is drawn from
+        pick = np.random.default_rng(0).integers(0, len(relative), (draws, len(relative)))
+        again = [relative.iloc[rows].median() for rows in pick]
+        low, high = np.quantile([drawn[best] / drawn[advice] for drawn in again], [0.05, 0.95])
         result.update(advice=advice, ratio=round(ratio, 3), ratio_90pct=[round(float(low), 3), round(float(high), 3)],
                       within_5pct=bool(ratio <= 1 + KNEE), sure=bool(high <= 1 + KNEE or low > 1 + KNEE),
                       at_most_knee_plus_2=advice <= knee + 2)

@@ -213,7 +213,8 @@ def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts()
 
 def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_ends_the_trials():
     """Turns (ms a step) shaped like conv_default1's on an H100: after three turns each, 8 workers are
-    13 % behind 14 with little spread, so the turns left go to 6 and 14; 6, 9 % behind but noisy, stays."""
+    13 % behind 14 with little spread, so the turns left go to 6 and 14; 6, 9 % behind but noisy, stays.
+    On two H100s, counts the judge put within 4 % of the best were timed 1.3-1.7x as slow in a first turn."""
     def turns(k: int, *ms: float) -> list[tuple[int, int, float]]:
         return [(k, 200, 200 * m / 1e3) for m in ms]
 
@@ -221,7 +222,10 @@ def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_
     steps = {k: sum(s for j, _, s in segments if j == k) / 600 for k in (6, 8, 14)}
     assert out_of_the_running(steps, segments) == {8}
     assert out_of_the_running(steps, segments[:2] + segments[3:5] + segments[6:8]) == set()  # 2 turns: not sure
-    assert out_of_the_running({**steps, 2: 5.6e-3}, segments) == {2, 8}  # 1.25x the best: out at once
+    # one turn is a poor witness: 1.5x the best after one turn stays (twice as slow does not), after two it goes
+    one, two = turns(4, 4.5), turns(4, 4.5, 4.5)
+    assert out_of_the_running({**steps, 4: 4.5e-3, 2: 6.5e-3}, segments + one) == {2, 8}
+    assert out_of_the_running({**steps, 4: 4.5e-3}, segments + two) == {4, 8}
     trials = Trials(asked="6,8,14")
     trials.own, trials.settings, trials.mask, trials.status, trials.rounds = 6, [6, 8, 14], None, "trying", 3
     trials.segments = segments + turns(6, 3.9, 3.9, 3.9)  # 6 falls behind too: 14 is left alone
