@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
-from profiling.trials import MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
+from profiling.turns import MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, and bounded between the average need ceil(P / C) and

@@ -1,28 +1,22 @@
 """Trace a little, then time the real loop untraced, trying worker counts in the script's own DataLoader.
 
 Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so
-the loop itself is timed (docs/profiling-model.md). The first DataLoader the script iterates is the
-training loader. Line tracing covers its first epoch, or DLPROF_TRACE_BATCHES batches if fewer, then is
-switched off for good. The first untraced turn uses the script's own workers; when the loop waited at least
-LOADER_BOUND of a step (more than a hand-over), later epochs are served in turns by one DataLoader per
-tried count (its workers kept between turns), in an order rotated each round, warm-up batches skipped,
-each turn held to the CPUs the kit's rule gives its count. Each epoch's batches are drawn once from the
-script's own sampler (same order, same number) and the global RNG advances as one iterator's would: only
-which worker builds a batch, and so the seeds of per-worker augmentation, change. An IterableDataset, or a
-loader without automatic batching, is not tried (said so).
+the loop itself is timed (docs/profiling-model.md says how). The first DataLoader the script iterates is the
+training loader. Each epoch's batches are drawn once from its own sampler (same order, same number), and the
+global RNG advances as one iterator's would: only which worker builds a batch, and so the seeds of per-worker
+augmentation, change. An IterableDataset, or a loader without automatic batching, is not tried (said so).
 """
 from __future__ import annotations
 
 import atexit
-import math
 import os
-import statistics
 import time
 from typing import Any
 
 from profiling import interrupts
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
 from profiling.memory import memory_left_mb, private_mb
+from profiling.turns import MIN_TIMED, out_of_the_running
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -30,93 +24,18 @@ SEGMENT_VAR = "DLPROF_SEGMENT_SECONDS"  # timed seconds per segment
 TRACE_BATCHES = 500
 SEGMENT_SECONDS = 2.0
 ROUNDS = 12        # at most this many rounds of turns, while two or more counts are still in the running
-TURNS_FOR_SPREAD = 3  # with this many segments, a count's noise is the spread of its segments' means
-MIN_TIMED = 5      # a segment counts only with this many timed batches
 MIN_TURN = 0.25    # ... and an epoch's share of batches ends a turn only after this share of --segment-seconds
-PRUNE = 1.25       # after each round, settings timed in 2+ turns and slower than this x the best are dropped,
-PRUNE_FIRST = 2.0  # ... those timed in one turn only when slower than this x
-SURE = 2.0         # ... and, once timed in TURNS_FOR_SPREAD turns, those this many standard errors past LIMIT
 LOADER_BOUND = 0.05  # the untraced loop waited this share of a step: the loader holds it back
 HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
-TOLERANCE = 0.03  # the advice: the fewest workers whose step is within this share of the best measured,
-LIMIT = 0.05      # ... or within its noise, but never more than this share behind the best
-
-
-def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE, noise: dict[int, float] | None = None) -> int:
-    """The fewest workers whose measured step is within `tolerance` of the best measured, or closer to it
-    than the two means' own noise (one standard error of their difference): a lead smaller than that noise
-    is no reason to ask for more CPUs. Never a count measured more than LIMIT behind the best: the noise of
-    short turns let counts 5.3-5.6 % behind in, and on three H100s the judge put them 5.7-9.3 % behind."""
-    fastest = min(steps, key=lambda k: steps[k])
-    noise = noise or {}
-
-    def allowed(k: int) -> float:
-        within = (1 + tolerance) * steps[fastest] + math.hypot(noise.get(k, 0.0), noise.get(fastest, 0.0))
-        return min(within, (1 + LIMIT) * steps[fastest])
-
-    return min(k for k, step in steps.items() if step <= allowed(k))
-
-
-def out_of_the_running(steps: dict[int, float], segments: list) -> set[int]:
-    """The counts no longer worth a turn: slower than PRUNE x the best (PRUNE_FIRST x after one turn), or, both
-    timed in TURNS_FOR_SPREAD turns or more, more than LIMIT behind the best by SURE standard errors of the gap
-    (by their turns' spread). One turn is a poor witness: on two H100s, counts that the judge put within 4 %
-    of the best were timed 1.3-1.7x as slow as it in their first turns. The turns left go to the counts near
-    the line the advice draws."""
-    fastest = min(steps, key=lambda k: steps[k])
-    turns = turn_means(segments)
-    noise = {k: statistics.stdev(m) / math.sqrt(len(m)) for k, m in turns.items() if len(m) >= TURNS_FOR_SPREAD}
-
-    def behind(k: int) -> bool:
-        gap = steps[k] - (1 + LIMIT) * steps[fastest]
-        sure = k in noise and fastest in noise and gap > SURE * math.hypot(noise[k], noise[fastest])
-        return sure or steps[k] > (PRUNE if len(turns.get(k, [])) >= 2 else PRUNE_FIRST) * steps[fastest]
-
-    return {k for k in steps if k != fastest and behind(k)}
-
 
 def whole_rounds(timed: int, workers: int) -> bool:
     """Enough timed batches to end a segment: at least MIN_TIMED, and a whole number of rounds of the
-    workers. Started together, k workers hand their batches over in bursts of about k, one burst per
-    batch time: five batches timed inside one burst of 14 workers measured 3.9 ms a step on an H100, then
-    9.6 ms over 71; on an H200, six workers timed for five batches looked as fast as twelve (within the
-    noise of so few) and the advice ran at 65 % of the best. k batches span one burst whatever the phase."""
+    workers. Started together, k workers hand their batches over in bursts of about k: five batches timed
+    inside one burst of 14 workers measured 3.9 ms a step on an H100, then 9.6 ms over 71."""
     return timed >= MIN_TIMED and timed % max(workers, 1) == 0
-
-
-def turn_means(segments: list) -> dict[int, list[float]]:
-    """Each count's mean step (s) in each of its turns of at least MIN_TIMED batches."""
-    turns: dict[int, list[float]] = {}
-    for k, n, seconds in segments:
-        if n >= MIN_TIMED:
-            turns.setdefault(int(k), []).append(seconds / n)
-    return turns
-
-
-def step_noise(record: dict | None) -> dict[int, float]:
-    """The standard error of each tried count's mean step (s): by the spread of its turns' means once it
-    has TURNS_FOR_SPREAD, else by its steps. Steps inside a turn are not independent: 12 workers on an
-    H100 timed turns of 1.77, 2.06 and 2.42 ms a step, 0.02 ms of noise by steps and 0.19 ms by turns."""
-    noise, turns = {}, turn_means((record or {}).get("segments", []))
-    for k, t in (record or {}).get("settings", {}).items():
-        n, means = t.get("steps", 0), turns.get(int(k), [])
-        if len(means) >= TURNS_FOR_SPREAD:
-            noise[int(k)] = statistics.stdev(means) / math.sqrt(len(means))
-        elif n >= MIN_TIMED and "squares" in t:
-            mean = t["seconds"] / n
-            noise[int(k)] = math.sqrt(max(t["squares"] / n - mean * mean, 0.0) / (n - 1))
-    return noise
-
-
-def measured_steps(record: dict | None) -> dict[int, float]:
-    """Seconds per step of each worker count a run tried ({} unless its trials were complete)."""
-    if not record or record.get("status") != "tried":
-        return {}
-    return {int(k): t["seconds"] / t["steps"] for k, t in (record.get("settings") or {}).items()
-            if t.get("steps", 0) >= MIN_TIMED}
 
 
 def candidates(own: int, cpus: int, gpus: int, pin: bool | None, asked: str) -> list[int]:

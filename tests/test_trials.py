@@ -24,8 +24,8 @@ from profiling.lprof import load_lprof
 from profiling.records import JobFacts, LoopSummary
 from profiling.render import _loop_lines
 from profiling.report import build_report
-from profiling.trials import (Segmented, Trials, candidates, fewest_within, measured_steps, out_of_the_running,
-                              step_noise, whole_rounds)
+from profiling.trials import Segmented, Trials, candidates, whole_rounds
+from profiling.turns import fewest_within, measured_steps, out_of_the_running, step_noise
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
 SLEEPY = OWN / "sleepy_epochs.py"
@@ -214,7 +214,7 @@ def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts()
 def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_ends_the_trials():
     """Turns (ms a step) shaped like conv_default1's on an H100: after three turns each, 8 workers are
     13 % behind 14 with little spread, so the turns left go to 6 and 14; 6, 9 % behind but noisy, stays.
-    On two H100s, counts the judge put within 4 % of the best were timed 1.3-1.7x as slow in a first turn."""
+    On two H100s, counts the judge put within 4 % of the best were timed up to 1.7x as slow in a first turn."""
     def turns(k: int, *ms: float) -> list[tuple[int, int, float]]:
         return [(k, 200, 200 * m / 1e3) for m in ms]
 
