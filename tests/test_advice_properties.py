@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from profiling.advice import RULES, model_numbers
 from profiling.records import AdviceNumbers, CurvePoint, JobFacts, LoaderCurve, LoopSummary
+from profiling.turns import LIMIT
 
 small = st.integers(min_value=0, max_value=40)
 # 0, or at least a microsecond: a subnormal compute time overflows ceil(produce / compute) (left to the model)
@@ -52,9 +53,9 @@ def check(numbers: AdviceNumbers) -> None:
         assert ("The loader is the bottleneck" in text) != ("step_needs_cpus" in fired)  # one reason, never both
         fastest, noise = min(steps, key=steps.get), numbers.tried_noise or {}
 
-        def allowed(k):  # within the tolerance of the fastest, or of its noise
+        def allowed(k):  # within the tolerance of the fastest, or of its noise, never past LIMIT
             spread = math.hypot(noise.get(k, 0), noise.get(fastest, 0))
-            return (1 + numbers.tolerance_pct / 100) * steps[fastest] + spread
+            return min((1 + numbers.tolerance_pct / 100) * steps[fastest] + spread, (1 + LIMIT) * steps[fastest])
         assert steps[numbers.num_workers] <= allowed(numbers.num_workers)
         assert all(steps[k] > allowed(k) for k in steps if k < numbers.num_workers)
     if "capped_by_cpus" in fired or "no_room_for_spare" in fired:
