@@ -1,8 +1,5 @@
-"""Reading a training script's command line without importing the script.
-
-One home for the small checks and scans that `run`, the sweep, the job facts and the job launcher each need:
-a flag's value or presence, an on/off switch, the arguments with a flag taken out, and the script's syntax tree.
-"""
+"""Reading a training script's command line and source without importing the script: the small checks and
+scans that `run`, the sweep, the job facts and the job launcher each need."""
 from __future__ import annotations
 
 import ast
@@ -70,10 +67,8 @@ def declared_default(script: Path, flag: str) -> object | None:
 
 
 def script_problem(script: str) -> str | None:
-    """Why SCRIPT cannot be profiled, found without running it (None when it compiles).
-
-    Checked before anything is started or written: otherwise a typo in the path costs a kernprof
-    start-up, leaves a `.meta.json` behind and ends in "was the @profile function called?"."""
+    """Why SCRIPT cannot be profiled (None when it compiles), checked before anything starts: otherwise a typo
+    in the path costs a kernprof start-up, leaves a `.meta.json` and ends in "was the @profile function called?"."""
     path = Path(script)
     if not path.exists():
         return f"no such script: {script}"
@@ -95,7 +90,4 @@ def script_problem(script: str) -> str | None:
 def output_stem(script: str, environ: dict[str, str] | None = None) -> str:
     """The Slurm job id inside a job (the lessons' convention), else the script's name."""
     environ = os.environ if environ is None else environ
-    job = environ.get("SLURM_JOB_ID", "").strip()  # unique per array task too
-    if job:
-        return job
-    return Path(script).stem or "profile"
+    return environ.get("SLURM_JOB_ID", "").strip() or Path(script).stem or "profile"  # job id: unique per array task

@@ -1,20 +1,17 @@
 """The DataLoaders a script really iterates, recorded from inside the profiled process.
 
-Why: a training script sets its workers in code, through `-j`, `--workers` or a config file; reading
-its arguments guesses, and a guess sent the advice down the wrong branch ("1 worker delivered...")
-for a run that used 0. Here `torch.utils.data.DataLoader` is wrapped when the script imports it, so
-every loader it iterates reports its own settings and the `file:line` where the script built it.
-
-The same hook can also set the workers of every loader (`DLPROF_SET_WORKERS`, for `sweep`: no flag
-needed in the script) and stop the script cleanly after a number of batches (`DLPROF_MAX_BATCHES`),
-counting each loader's own batches so that throughput needs no help from the script.
+Why: a script sets its workers in code, through `-j`, `--workers` or a config file; reading its arguments
+guesses, and a guess sent the advice down the wrong branch for a run that used 0. So
+`torch.utils.data.DataLoader` is wrapped when the script imports it: every loader it iterates reports its
+settings and the `file:line` where it was built. The hook can also force the workers (`DLPROF_SET_WORKERS`,
+for `sweep`) and stop the script cleanly after N batches of one loader (`DLPROF_MAX_BATCHES`).
 
 Written as JSON (`DLPROF_LOADERS`, the path) when the process exits, Ctrl-C included:
   {"version": 1, "stopped_after": N or null,
    "loaders": [{"built_at": "train.py:57", "iterated_at": "train.py:80", "num_workers": 4, ...}]}
 
-Installed by `profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT
-ARGS` (a plain run, for `sweep`). torch is imported by the script, never by this module.
+Installed by `profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT ARGS`
+(a plain run, for `sweep`). torch is imported by the script, never by this module.
 """
 from __future__ import annotations
 
@@ -84,11 +81,9 @@ class Capture:
         return entry
 
     def batch(self, entry: dict[str, Any], iterator: Any = None, asked: float | None = None) -> None:
-        """Count one batch; after `max_batches` of one loader, stop the script (exit 0).
-
-        With the iterator and the moment the loop `asked` for this batch, also time the loop's own
-        step (one batch to the next) and its wait for the batch. Each epoch's first batch and the time
-        between epochs are left out, so that step minus wait is the loop body's compute."""
+        """Count one batch; after `max_batches` of one loader, stop the script (exit 0). With the iterator and
+        the moment the loop `asked` for it, also time the loop's step and its wait for the batch (each epoch's
+        first batch and the time between epochs left out, so that step minus wait is the body's compute)."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
         if self.trials is not None:

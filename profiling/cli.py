@@ -1,13 +1,9 @@
 """The command line: `python -m profiling {run,report,loader,compare,sweep}` (also installed as `dlkit-prof`;
 not `dlprof`, the command of NVIDIA's DLProf that NGC PyTorch containers ship).
 
-Only argument parsing and error handling live here. Each verb is one function elsewhere that takes
-the parsed `argparse.Namespace` and returns an exit code; the verbs other than `report` are
-imported lazily so that `report` (and `--help`) work even if their extra dependencies are missing.
-
-Errors a user can cause (a bad flag, a missing or malformed file) print ONE line on stderr and exit
-with 2, never a traceback: learners read these messages, and a traceback hides the one line that
-matters.
+Only argument parsing and error handling live here; each verb is one function elsewhere, taking the parsed
+Namespace and returning an exit code, imported lazily so that `report` and `--help` work without the others'
+dependencies. A user's error prints ONE line on stderr and exits 2, never a traceback: learners read these.
 """
 from __future__ import annotations
 
@@ -80,11 +76,9 @@ def _add_job_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
-        prog="dlkit-prof",
-        description="Profile a training script with kernprof and turn the .lprof into a report that "
-                    "says where each batch's time goes and which num_workers / --cpus-per-task to use.",
-    )
+    parser = _OneLineParser(prog="dlkit-prof", description="Profile a training script with kernprof and turn the "
+                            ".lprof into a report that says where each batch's time goes and which num_workers / "
+                            "--cpus-per-task to use.")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_OneLineParser)
     verbs.required = True
 

@@ -1,10 +1,9 @@
 """Ctrl-C in the profiled process: never lost while a DataLoader starts its workers.
 
-Why: starting a worker forks, and Python runs its fork hooks (logging's lock release among them)
-right after the fork. A Ctrl-C that lands there raises KeyboardInterrupt inside a hook, where
-Python prints "Exception ignored" and drops it: the training loop goes on as if nothing happened.
-Trials (profiling.trials) start workers often, so under load CI saw exactly that, and the run only
-stopped when killed. Here every loader call the hook makes (`guarded`) ends in KeyboardInterrupt
+Why: starting a worker forks, and Python runs its fork hooks (logging's lock release among them) right after.
+A Ctrl-C that lands there raises KeyboardInterrupt inside a hook, where Python prints "Exception ignored" and
+drops it: the loop goes on. Trials (profiling.trials) start workers often, and under load CI saw exactly that
+(the run stopped only when killed). So every loader call the hook makes (`guarded`) ends in KeyboardInterrupt
 if a Ctrl-C arrived during it, whether or not the first one got through.
 """
 from __future__ import annotations

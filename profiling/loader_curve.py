@@ -1,20 +1,16 @@
 """Measure the loader curve: the script's own DataLoader timed with k workers on the job's CPUs, each batch held.
 
-Why measure: the profile sees only the main process, so without a curve the workers' speed is
-inferred from how long the loop waited, and the inference needs a fudge factor that a new machine
-breaks. Timing the real loader (same dataset, sampler, collate function, batch size, pin_memory)
-with k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds and no GPU, and gives what the workers can
-deliver: batches per second against k. Each batch is held for the loop's compute before the next is
-asked for (a paced curve), so the hand-over to a busy loop is in the measurement, and
-`profiling.curve.choose_workers` turns it into advice.
+Why measure: the profile sees only the main process, so without a curve the workers' speed is inferred
+from the loop's wait, with a fudge factor that a new machine breaks. Timing the real loader (same dataset,
+sampler, collate function, batch size, pin_memory) at k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds
+and no GPU. Each batch is held for the loop's compute before the next is asked for (a paced curve), so the
+hand-over to a busy loop is measured; `profiling.curve.choose_workers` turns it into advice.
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
-  * `profiling run` sets DLPROF_CURVE when the run was too short to try worker counts in its own loop:
-    the loader is measured when the profiled script exits (after kernprof has its numbers, so the
-    measurement never shows in the profile), each batch held for the loop's own compute per batch,
-    which the capture hook timed in the run;
-  * `profiling loader --hold-ms MS -- SCRIPT ARGS` (this module's `main`) runs the script only until its
-    first loader has given a few batches, then measures it: the curve without training.
+  * `profiling run` sets DLPROF_CURVE when the run was too short to try worker counts in its own loop: the
+    loader is measured at exit (after kernprof has its numbers), held for the loop's own compute per batch;
+  * `profiling loader --hold-ms MS -- SCRIPT ARGS` (`main`) runs the script only until its first loader has
+    given a few batches, then measures it: the curve without training.
 """
 from __future__ import annotations
 
@@ -229,8 +225,7 @@ class _CurveHook:
             print("loader curve: not measured: the run was interrupted", file=sys.stderr)
             return
         if not self.specs or self.capture is None:
-            print("loader curve: the script iterated no DataLoader, so there is nothing to measure",
-                  file=sys.stderr)
+            print("loader curve: the script iterated no DataLoader, so there is nothing to measure", file=sys.stderr)
             return
         cap = self.capture
         tried = cap.trials.record()["status"] if cap.trials is not None else None
@@ -290,8 +285,7 @@ if __name__ == "__main__":
 def loader_command(args: Any) -> int:
     """`profiling loader --hold-ms MS -- SCRIPT ARGS` (see the module's docstring): writes `<stem>.curve.json`
     and `.png` into --output-dir."""
-    problem = script_problem(args.command[0])
-    if problem:
+    if problem := script_problem(args.command[0]):
         raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,11 @@
 """Stage 1: load a `.lprof` file safely and normalise it to a `LineProfile`.
 
-A `.lprof` is a pickle, and unpickling runs whatever the file asks for. Reports are often made
-from files someone else sent, so the loader is a restricted unpickler: the only global it will
-build is a class named `LineStats` (line_profiler 3.x/4.x pickle it from
-`line_profiler._line_profiler`, 5.x from `line_profiler.line_profiler`), mapped onto an inert
-stand-in, plus a few data-only builtins. Anything else (`os.system`, `builtins.eval`,
-`subprocess.Popen`...) is refused before it can be called. line_profiler itself is not needed.
-
-Every way a file can be wrong becomes a `ProfileError` with one line a learner can act on.
+A `.lprof` is a pickle, and unpickling runs whatever the file asks for; reports are often made from files
+someone else sent. So the only global this unpickler builds is a class named `LineStats` (line_profiler
+3.x/4.x pickle it from `line_profiler._line_profiler`, 5.x from `line_profiler.line_profiler`), mapped onto
+an inert stand-in, plus a few data-only builtins; anything else (`os.system`, `builtins.eval`...) is refused
+before it can be called. line_profiler itself is not needed. Every way a file can be wrong becomes a
+`ProfileError` with one line a learner can act on.
 """
 from __future__ import annotations
 
@@ -84,9 +82,8 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
     try:
         obj = _RestrictedUnpickler(io.BytesIO(data)).load()
     except _UnsafePickle as err:
-        raise ProfileError(
-            f"{where}: refused to load: the pickle asks for {err}, which a line profile never "
-            "contains (the file may be malicious; nothing in it was run)") from None
+        raise ProfileError(f"{where}: refused to load: the pickle asks for {err}, which a line profile never "
+                           "contains (the file may be malicious; nothing in it was run)") from None
     except RecursionError:
         raise ProfileError(f"{where}: not a line_profiler file (nested too deeply)") from None
     except Exception as err:  # untrusted bytes: every unpickling failure is the file's fault

@@ -1,14 +1,13 @@
 """Stage 3: say which phase of a training step each profiled line belongs to, and find the loop.
 
-Lines are classified from the parsed source (the `ast` module), not from regular expressions on
-the raw text: a statement that spans several lines gets one phase, `for` headers are told apart
-from the calls in their bodies, and a comment that mentions `backward` changes nothing. Names
-still matter (a call to `model(...)` is the forward pass), so the name patterns are kept in one
-place below where a reader can extend them.
+Lines are classified from the parsed source (`ast`), not regular expressions on the text: a statement over
+several lines gets one phase, `for` headers are told apart from their bodies' calls, and a comment that
+mentions `backward` changes nothing. Names still matter (`model(...)` is the forward pass), so the name
+patterns are kept in one place below where a reader can extend them.
 
-The data-wait line is the header of the loop that pulls batches: a `for` whose iterable names a
-loader (`train_loader`, `enumerate(loader)`, `tqdm(dataloader)`), or failing that the innermost
-`for` whose body calls `.backward()` or `optimizer.step()`.
+The data-wait line is the header of the loop that pulls batches: a `for` whose iterable names a loader
+(`train_loader`, `enumerate(loader)`, `tqdm(dataloader)`), else the innermost `for` whose body calls
+`.backward()` or `optimizer.step()`.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Stage 5: the report as terminal text, Markdown, JSON or CSV (HTML lives in `profiling.html`).
 
-Renderers only format what `build_report` computed; any number shown here is in the `Report`,
-so the text, the Markdown, the JSON and the HTML page can never disagree.
+Renderers only format what `build_report` computed, so the text, Markdown, JSON and HTML can never disagree.
 """
 from __future__ import annotations
 
@@ -169,17 +168,13 @@ def report_dict(report: Report) -> dict[str, Any]:
                                       "data_wait_fraction": report.loop.wait_fraction}
     advice = report.advice
     return _plain({
-        "profile": report.lprof_path,
-        "facts": asdict(report.facts),
-        "loop": loop,
+        "profile": report.lprof_path, "facts": asdict(report.facts), "loop": loop,
         "phases": report.phases.to_dict(orient="records"),
         "advice": {"num_workers": advice.num_workers, "cpus_per_task": advice.cpus_per_task,
                    "reasons": advice.reasons, "warnings": advice.warnings, "notes": advice.notes,
                    "edits": advice.edits, "rules": advice.fired_rules,
                    "numbers": asdict(advice.numbers) if advice.numbers is not None else None},
-        "curve": asdict(report.curve) if report.curve is not None else None,
-        "notes": report.notes,
-        "meta": report.meta,
+        "curve": asdict(report.curve) if report.curve is not None else None, "notes": report.notes, "meta": report.meta,
     })
 
 

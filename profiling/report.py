@@ -1,8 +1,7 @@
 """The pipeline in one place: .lprof -> table -> phases -> facts -> advice -> `Report` -> files.
 
-`build_report` only reads; `write_report` only writes. The PNG plots and the HTML page come from
-`profiling.plots` and `profiling.html`, imported when needed so that a missing plotting stack
-costs the pictures, not the report.
+`build_report` only reads; `write_report` only writes. `profiling.plots` and `profiling.html` are imported
+when needed, so that a missing plotting stack costs the pictures, not the report.
 """
 from __future__ import annotations
 
@@ -25,14 +24,12 @@ from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
 from profiling.table import line_table, read_sources
 
-CUDA_CAVEAT = (
-    "CUDA caveat: GPU work runs asynchronously, so line_profiler charges it to whichever line waits "
-    "for the GPU (often `.to(device)`, `.item()` or `loss.backward()`), not to the line that launched "
-    "it. The split among the compute phases can therefore mislead on a GPU; the advice uses only the "
-    "data wait and the sum of all compute lines, which this does not change.")
-WORKER_NOTE = (
-    "line_profiler records only the main process: with num_workers > 0 the time workers spend "
-    "building batches does not appear, only the main process's wait for them (the loop header).")
+CUDA_CAVEAT = ("CUDA caveat: GPU work runs asynchronously, so line_profiler charges it to whichever line waits for "
+               "the GPU (often `.to(device)`, `.item()` or `loss.backward()`), not to the line that launched it. The "
+               "split among the compute phases can therefore mislead on a GPU; the advice uses only the data wait and "
+               "the sum of all compute lines, which this does not change.")
+WORKER_NOTE = ("line_profiler records only the main process: with num_workers > 0 the time workers spend building "
+               "batches does not appear, only the main process's wait for them (the loop header).")
 
 CURVE_SUFFIX = ".curve.json"  # the measured loader curve beside a profile (profiling.loader_curve)
 KIT_ROOT = Path(__file__).resolve().parents[1]  # this kit's own scripts (not its tests' fixtures)
@@ -98,9 +95,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                  num_workers: int | None = None, source_root: str | Path | None = None,
                  cores_per_gpu: int | None = None, environment: Environment | None = None,
                  curve_path: str | Path | None = None) -> Report:
-    """Read a .lprof (and its metadata, its loaders and its loader curve: `curve_path`, else `<stem>.curve.json`
-    beside it, if any) and compute everything the renderers show. ProfileError for a missing, unsafe, malformed
-    or empty file."""
+    """Read a .lprof (with its metadata, loaders and loader curve: `curve_path`, else `<stem>.curve.json` if any)
+    and compute everything the renderers show. ProfileError for a missing, unsafe, malformed or empty file."""
     lprof_path = Path(lprof_path)
     profile = load_lprof(lprof_path)
     meta, notes = read_meta(lprof_path)

@@ -1,10 +1,9 @@
 """`dlkit-prof run`: profile a script with kernprof, keep its exit code, then write the report.
 
-Why a wrapper and not plain `kernprof -l`: kernprof writes `script.py.lprof` into whatever
-directory you happen to be in, crashes at the very end when an `-o` directory is missing (after
-the whole training run), and lets a user's pyproject.toml change its options. The wrapper fixes
-the name (the Slurm job id inside a job), creates the directory first, passes `--no-config`,
-and records what the report needs later (workers, CPUs, GPUs, host) in `<stem>.meta.json`.
+Why a wrapper and not plain `kernprof -l`: kernprof writes `script.py.lprof` into whatever directory you are
+in, crashes at the very end when an `-o` directory is missing (after the whole training run), and lets a
+user's pyproject.toml change its options. The wrapper fixes the name (the Slurm job id inside a job), creates
+the directory first, passes `--no-config`, and records what the report needs in `<stem>.meta.json`.
 """
 from __future__ import annotations
 
@@ -56,9 +55,8 @@ def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) 
 
 def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
     """kernprof line-by-line through `profiling.kernprof_entry`, ignoring any config file, writing exactly `lprof`.
-
-    A script without `@profile` is profiled whole, with line_profiler's own auto-profiling (`-p SCRIPT`): no edit
-    needed. `modules` (`run --module`) adds the user's own modules, for a loop that lives in their package."""
+    A script without `@profile` is profiled whole (`-p SCRIPT`: no edit needed); `modules` (`run --module`) adds
+    the user's own modules, for a loop that lives in their package."""
     targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
     auto = [arg for target in targets for arg in ("-p", target)]
     return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", *auto, "-o", str(lprof),
@@ -66,11 +64,9 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
 
 
 def kernprof_environment(loaders: Path) -> dict[str, str]:
-    """The child's environment: line_profiler's legacy tracer unless the user chose a core (`LINE_PROFILER_CORE`),
-    and where profiling.capture records the script's DataLoaders.
-
-    Why: on Python 3.12+ line_profiler defaults to `sys.monitoring`, which turns LINE events on for every thread
-    (the pin-memory thread too); the legacy tracer watches only the main thread and costs less per line."""
+    """The child's environment: where profiling.capture records the DataLoaders, and line_profiler's legacy tracer
+    unless the user chose a core: on 3.12+ its default, `sys.monitoring`, traces every thread (the pin-memory
+    thread too); the legacy tracer watches only the main thread and costs less per line."""
     env = {**os.environ, capture.PATH_VAR: str(loaders)}
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
     return env
@@ -173,8 +169,7 @@ def _exit_code(code: int, noted: list[int]) -> int:
 def run_command(args: argparse.Namespace) -> int:
     """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
     script, modules = args.command[0], getattr(args, "module", None) or ()
-    problem = script_problem(script)
-    if problem:
+    if problem := script_problem(script):
         raise ProfileError(problem)
     decorated = has_profile_decorator(Path(script))
     unreachable = unreachable_loop(script, modules, decorated)

@@ -1,18 +1,15 @@
 """`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
-Why a sweep: `run` finds its advice inside one run, worker counts taking turns in the loop. A sweep
-is the independent check: each setting is a run of its own. Any script works: each setting runs it
-through `profiling.capture`, which sets num_workers=W on its DataLoaders (no flag needed), counts the
-loader's own batches and stops the script cleanly after `--batches` of them; throughput is samples
-per second of the busiest loader, leaving out the first batch (worker start-up). The kit's own
-scripts, which take `--num-workers W --metrics-json FILE`, are run that way. The knee is the fewest workers
-within 5 % of the best, because every extra worker costs a CPU that another job could use.
+Why a sweep: `run` finds its advice inside one run, worker counts taking turns in the loop; a sweep is
+the independent check, each setting a run of its own. Any script works: `profiling.capture` sets
+num_workers=W on its DataLoaders, counts the loader's batches and stops the script after `--batches`;
+throughput is samples/s of the busiest loader, first batch left out. The kit's own scripts take
+`--num-workers W --metrics-json FILE` instead. The knee is the fewest workers within 5 % of the best,
+because every extra worker costs a CPU that another job could use.
 
-Each run is pinned to W + the main process's CPUs (the kit's one CPU rule, profiling.cpu_rule: 2 on
-a GPU with pinned memory, else 1; when there are that many), so it sees what a Slurm job with that
-`--cpus-per-task` would see. On Slurm, `python -m jobs submit sweep` makes each setting one job with
-these same settings (`settings_for`, `result_row`, `summarise`); `write_outputs` is the one writer of
-a sweep's files, which `dljobs gather` uses too.
+Each run is pinned to W + the main process's CPUs (profiling.cpu_rule), as a Slurm job with that
+`--cpus-per-task` would be. `python -m jobs submit sweep` makes each setting one job with these same
+settings (`settings_for`, `result_row`, `summarise`); `write_outputs` is the one writer of a sweep's files.
 """
 from __future__ import annotations
 
@@ -101,11 +98,9 @@ def read_metrics(path: Path) -> tuple[float, float]:
 
 
 def loop_times(path: Path) -> tuple[float, float]:
-    """(compute, data wait) per batch of the training loop in ms, NaN where the record does not say: from the
-    hook's own timing of the loop (loaders.json), or a kit script's per-epoch seconds, data wait and images
-    (its warm epochs, as `read_metrics`). The model assumes the compute per batch does not change with the
-    workers; this checks it at every setting, where past the knee the extra workers can slow the main process
-    (docs/profiling-model.md, assumption 2)."""
+    """(compute, data wait) per batch of the loop in ms (NaN where unrecorded), from the hook's timing or a kit
+    script's warm epochs: checks the model's assumption that compute per batch does not change with the workers
+    (past the knee they can slow the main process; docs/profiling-model.md, assumption 2)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
         step = capture.loop_step(loader) if loader else None
@@ -113,8 +108,8 @@ def loop_times(path: Path) -> tuple[float, float]:
             return math.nan, math.nan
         return 1e3 * step.compute_s, 1e3 * step.wait_s
     data = json.loads(path.read_text(encoding="utf-8"))
-    seconds, waits, images = (data.get(key) or [] for key in ("epoch_seconds", "epoch_data_wait_seconds",
-                                                              "epoch_images"))
+    keys = ("epoch_seconds", "epoch_data_wait_seconds", "epoch_images")
+    seconds, waits, images = (data.get(key) or [] for key in keys)
     batch = (data.get("settings") or {}).get("batch_size")
     if not seconds or not batch or not len(seconds) == len(waits) == len(images):
         return math.nan, math.nan
@@ -306,8 +301,7 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
     return path
 
 
-def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = None,
-                  advice_source: str = "") -> str:
+def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = None, advice_source: str = "") -> str:
     """Write sweep.csv/.txt/.json/.png (the one writer of a sweep's outputs); returns the text summary."""
     knee = pick_knee(results)
     text = summary(results, knee, advice, advice_source)
@@ -334,8 +328,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did
     (nothing was measured: the script iterates no DataLoader, or stops before its batches)."""
     command = list(args.command)
-    problem = script_problem(command[0])
-    if problem:
+    if problem := script_problem(command[0]):
         raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,9 @@
 """Stage 2: the per-line table (one row per profiled line, columns `LINE_COLUMNS`).
 
-kernprof records each function's file as the code object's `co_filename`, which is the path as
-typed on the command line: often relative (`mnist_classify.py`, `lessons/x.py`) to the directory
-kernprof ran in, absolute for imported modules. So source text is looked up under that directory
-(from the run's metadata or `--source-root`) and then beside the `.lprof`. A file that cannot be
-found leaves the `source` column empty and adds a note: the timings are still worth reading.
+kernprof records each function's file as its `co_filename`, the path as typed: often relative to the directory
+kernprof ran in (`mnist_classify.py`, `lessons/x.py`), absolute for imported modules. So source text is looked
+up under that directory (the run's metadata or `--source-root`), then beside the `.lprof`. A file not found
+leaves the `source` column empty and adds a note: the timings are still worth reading.
 """
 from __future__ import annotations
 
