@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
-from profiling.turns import MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
+from profiling.turns import LIMIT, MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, and bounded between the average need ceil(P / C) and
@@ -120,8 +120,10 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             measured.update(step_needs_cpus=True, held_cpus=cpus_for_workers(workers, facts.gpus, facts.pin_memory),
                             traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
+        best, gap_noise = fastest[0], math.hypot(noise.get(chosen, 0.0), noise.get(fastest[0][0], 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
-            f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest)}
+            f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
+            "behind_pct": 100 * (steps[chosen] / best[1] - 1), "behind_noise_pct": 200 * gap_noise / best[1]}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -176,6 +178,11 @@ RULES: tuple[Rule, ...] = (
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured, or "
          "closer to it than the measurement's own noise (one standard error of the two means) and within 5%; "
          "each count was timed untraced in turns of your own loop, warm-up batches left out."),
+    Rule("not_sure", "note", lambda n: n.basis == "tried" and n.behind_pct is not None and n.behind_noise_pct
+         is not None and n.behind_pct > 0 and abs(n.behind_pct - 100 * LIMIT) < n.behind_noise_pct,
+         "How sure: {num_workers} workers were measured {behind_pct:.1f}% behind the fastest, give or take "
+         "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
+         "epochs give each count more turns and a surer answer."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
