@@ -120,10 +120,11 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             measured.update(step_needs_cpus=True, held_cpus=cpus_for_workers(workers, facts.gpus, facts.pin_memory),
                             traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
-        best, gap_noise = fastest[0], math.hypot(noise.get(chosen, 0.0), noise.get(fastest[0][0], 0.0))
+        best, best_step = fastest[0]
+        gap_noise = math.hypot(noise.get(chosen, 0.0), noise.get(best, 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
-            "behind_pct": 100 * (steps[chosen] / best[1] - 1), "behind_noise_pct": 200 * gap_noise / best[1]}
+            "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up

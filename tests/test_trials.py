@@ -211,15 +211,23 @@ def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts()
     assert trials.queue == [2]
 
 
+def turns(k: int, *ms: float, n: int = 200) -> list[tuple[int, int, float]]:
+    """Segments of n timed batches of count k, one for each mean step given in ms."""
+    return [(k, n, n * m / 1e3) for m in ms]
+
+
+def summed(segments: list[tuple[int, int, float]]) -> dict[int, dict[str, float]]:
+    """Each count's timed sums over its segments, as the trials keep them (no wait)."""
+    return {k: {"steps": sum(n for j, n, _ in segments if j == k), "wait_seconds": 0.0,
+                "seconds": sum(t for j, _, t in segments if j == k)} for k in {j for j, _, _ in segments}}
+
+
 def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_ends_the_trials():
     """Turns (ms a step) shaped like conv_default1's on an H100: after three turns each, 8 workers are
     13 % behind 14 with little spread, so the turns left go to 6 and 14; 6, 9 % behind but noisy, stays.
     On two H100s, counts the judge put within 4 % of the best were timed up to 1.7x as slow in a first turn."""
-    def turns(k: int, *ms: float) -> list[tuple[int, int, float]]:
-        return [(k, 200, 200 * m / 1e3) for m in ms]
-
     segments = turns(6, 3.42, 3.05, 3.30) + turns(8, 3.40, 3.42, 3.38) + turns(14, 3.03, 2.89, 3.05)
-    steps = {k: sum(s for j, _, s in segments if j == k) / 600 for k in (6, 8, 14)}
+    steps = {k: t["seconds"] / t["steps"] for k, t in summed(segments).items()}
     assert out_of_the_running(steps, segments) == {8}
     assert out_of_the_running(steps, segments[:2] + segments[3:5] + segments[6:8]) == set()  # 2 turns: not sure
     # one turn is a poor witness: 1.5x the best after one turn stays (twice as slow does not), after two it goes
@@ -229,9 +237,7 @@ def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_
     trials = Trials(asked="6,8,14")
     trials.own, trials.settings, trials.mask, trials.status, trials.rounds = 6, [6, 8, 14], None, "trying", 3
     trials.segments = segments + turns(6, 3.9, 3.9, 3.9)  # 6 falls behind too: 14 is left alone
-    trials.timed = {k: {"steps": sum(n for j, n, _ in trials.segments if j == k),
-                        "seconds": sum(s for j, _, s in trials.segments if j == k), "wait_seconds": 0.0}
-                    for k in (6, 8, 14)}
+    trials.timed = summed(trials.segments)
     assert trials.next_setting() is None and trials.status == "tried" and trials.settings == [14]
 
 
@@ -266,9 +272,8 @@ def test_the_report_says_how_sure_it_is_where_the_noise_straddles_the_5_percent_
     loop = LoopSummary("conv.py", "fit", 30, 500, 500 * 0.002, 500 * 0.003, 1)
 
     def notes(spread_4: list[float], spread_8: list[float]) -> list[str]:
-        segments = [(4, 180, 180 * m / 1e3) for m in spread_4] + [(8, 176, 176 * m / 1e3) for m in spread_8]
-        settings = {str(k): {"steps": sum(n for j, n, _ in segments if j == k), "wait_seconds": 0.0,
-                             "seconds": sum(t for j, _, t in segments if j == k)} for k in (4, 8)}
+        segments = turns(4, *spread_4, n=180) + turns(8, *spread_8, n=176)
+        settings = {str(k): t for k, t in summed(segments).items()}
         settings["1"] = {"steps": 131, "seconds": 131 * 0.0097, "wait_seconds": 131 * 0.006}
         numbers = model_numbers(loop, JobFacts(cpus=16, gpus=1, num_workers=1), trials={
             "status": "tried", "own_workers": 1, "settings": settings, "segments": segments})
