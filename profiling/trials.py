@@ -61,7 +61,8 @@ class Trials:
         self.queue: list[int] = []
         self.rounds = 0
         self.timed: dict[int, dict[str, float]] = {}
-        self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each segment
+        self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
+        self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
         self.untraced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
         self.traced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
@@ -177,6 +178,17 @@ class Trials:
                 return self.release()
         order = self.settings[self.rounds % len(self.settings):] + self.settings[:self.rounds % len(self.settings)]
         self.queue = list(order)
+
+    def add_segment(self, workers: int, steps: int, seconds: float, cut: bool) -> None:
+        """Record one turn's timed batches. A turn cut by an epoch's end goes on in the next epoch: both
+        parts are one turn, one segment, or the spread of turns and the one-turn rule would count it twice."""
+        last = self.segments[-1] if self.segments else None
+        goes_on = self.resumes == workers and last is not None and last[0] == workers
+        if goes_on:
+            self.segments[-1] = (workers, last[1] + steps, round(last[2] + seconds, 6))
+        elif steps:
+            self.segments.append((workers, steps, round(seconds, 6)))
+        self.resumes = workers if cut and (goes_on or steps) else None
 
     def held_slower(self, base: dict[str, float]) -> bool:
         """Did the baseline, held to its count's CPUs, compute slower than the traced part on all the job's?
@@ -312,18 +324,19 @@ class Segmented:
         self.skip = 1 + workers * (self.loader.prefetch_factor or 2)
         self.count, self.last, self.started, self.here, self.timing = 0, None, 0.0, [0, 0.0], True
 
-    def end_turn(self) -> None:
+    def end_turn(self, cut: bool = False) -> None:
         """Hand out no more batches; those prefetched are still delivered, untimed."""
-        if self.timing and self.workers is not None and self.here[0]:
-            self.trials.segments.append((self.workers, self.here[0], round(self.here[1], 6)))
+        if self.timing and self.workers is not None:
+            self.trials.add_segment(self.workers, self.here[0], self.here[1], cut)
         self.feed.open, self.timing = False, False
 
     def __next__(self) -> Any:
         while True:
             if self.delivered >= len(self.feed.batches):
-                if self.timing and self.workers is not None:  # cut by the epoch's end: resumed next epoch
+                cut = self.timing and self.workers is not None
+                if cut:  # cut by the epoch's end: resumed next epoch
                     self.trials.queue.insert(0, self.workers)
-                self.end_turn()
+                self.end_turn(cut)
                 if self.workers is None:  # the trials are over: the script's own loader from now on
                     self.trials.release()
                 raise StopIteration

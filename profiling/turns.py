@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 import statistics
 
-TURNS_FOR_SPREAD = 3  # with this many segments, a count's noise is the spread of its segments' means
-MIN_TIMED = 5      # a segment counts only with this many timed batches
+TURNS_FOR_SPREAD = 3  # with this many turns, a count's noise is the spread of its turns' means
+MIN_TIMED = 5      # a turn counts only with this many timed batches
 PRUNE = 1.25       # after each round, settings timed in 2+ turns and slower than this x the best are dropped,
 PRUNE_FIRST = 2.0  # ... those timed in one turn only when slower than this x
 SURE = 2.0         # ... and, once timed in TURNS_FOR_SPREAD turns, those this many standard errors past LIMIT

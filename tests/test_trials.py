@@ -167,6 +167,28 @@ def test_a_segment_times_whole_rounds_of_its_workers():
     assert ended and all(n % 4 == 0 and n >= 8 for _, n, _ in ended), trials.segments
 
 
+def test_a_turn_cut_by_the_epochs_end_goes_on_next_epoch_as_the_same_turn():
+    """A turn the epoch's end cuts is resumed first in the next epoch, and both parts are one turn: counted
+    as two, one cut turn would pass for two and lose the one-turn rule's 2x margin. Turns that each ended
+    stay apart, even where one count takes two in a row."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.zeros(96, 2)), batch_size=2)
+    trials = Trials(asked="2", segment_s=1e3)  # no turn ends on its own: only the epoch's end cuts it
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 0, [2], None, "trying", [2]
+    for _ in range(3):
+        assert sum(1 for _ in Segmented(trials, loader, iter)) == 48
+    assert trials.queue == [2]  # cut again: it goes on next epoch
+    assert trials.segments == [(2, trials.timed[2]["steps"], pytest.approx(trials.timed[2]["seconds"], abs=1e-5))]
+    assert trials.segments[0][1] > 2 * 40  # timed in each of the three epochs
+
+    trials = Trials(asked="2", segment_s=0.0)  # each turn ends after its first whole round of workers
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 0, [2], None, "trying", [2, 2, 2]
+    list(Segmented(trials, loader, iter))
+    assert [k for k, _, _ in trials.segments[:3]] == [2, 2, 2] and trials.segments[0][1] == 6, trials.segments
+
+
 class IndexAndPid(Dataset):
     """Each item says which sample it is and which process built it."""
 
