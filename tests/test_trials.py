@@ -397,3 +397,29 @@ def test_the_memory_figures_come_from_this_machine():
 
     assert 0 < memory_left_mb() < float("inf")  # MemAvailable, or a cgroup's spare below it
     assert private_mb([os.getpid()]) > 1 and private_mb([2**22 + 7]) == 0  # no such process: nothing
+
+
+@pytest.mark.slurm
+def test_under_a_slurm_jobs_mem_the_trials_keep_one_counts_workers_alive_at_a_time(slurm, tmp_path, repo, python_exe):
+    """The memory guard reads a real job's cgroup. Each worker of the fixture fills a 250 MB cache of its own.
+    With --mem=8G the tried counts (1 and 2 workers) keep their workers between turns, three alive at once.
+    Under --mem=1200M (on the sandbox: about 440 MB for the process, 260 a worker, 1,220 for all three) the
+    live workers are stopped before the next count's start, and the job trains every epoch in its order.
+    With the guard switched off, the cgroup's OOM killer ended that job in its third epoch."""
+    job = tmp_path / "trials.sh"
+    job.write_text(f"#!/bin/bash\nexport PYTHONPATH={repo} OMP_NUM_THREADS=1\n"
+                   f"exec {python_exe} -m profiling run --try-workers 1,2 --segment-seconds 0.3 --formats json "
+                   f'--output-dir "$1" -- {SLEEPY} --epochs 5 --items 256 --worker-mb 250\n')
+    ids = {mem: slurm.submit("--cpus-per-task=2", f"--mem={mem}", f"--output={tmp_path}/{mem}.out", str(job),
+                             str(tmp_path / mem)) for mem in ("8G", "1200M")}
+    logs = {}
+    for mem, job_id in ids.items():
+        slurm.wait(job_id, limit=300)
+        logs[mem] = (tmp_path / f"{mem}.out").read_text()
+        assert slurm.sacct(job_id)[job_id]["State"] == "COMPLETED", logs[mem][-2000:]
+        [record] = (tmp_path / mem).glob("*.loaders.json")  # named after the job's id
+        trials = json.loads(record.read_text())["trials"]
+        assert trials["status"] == "tried" and {"1", "2"} <= set(trials["settings"]), trials
+    alive = {mem: re.findall(r"most workers alive at once (\d+)", log) for mem, log in logs.items()}
+    assert alive == {"8G": ["3"], "1200M": ["2"]}, alive
+    assert epochs(logs["8G"]) == epochs(logs["1200M"]) and len(epochs(logs["8G"])) == 5
