@@ -135,10 +135,44 @@ def _lines(node: ast.stmt) -> range:
     return range(node.lineno, (node.end_lineno or node.lineno) + 1)
 
 
-def _next_lines(loop: ast.For | ast.AsyncFor | ast.While) -> tuple[int, ...]:
-    """Lines of `x = next(it)` statements directly in a loop's body: the wait of a hand-driven loop."""
-    return tuple(line for stmt in loop.body if not hasattr(stmt, "body") and statement_phase(stmt) == "data_wait"
-                 for line in _lines(stmt))
+def _iterators(func: ast.AST) -> set[str]:
+    """Names the function binds to `iter(...)` (`it = iter(loader)`, `self.batches = iter(dl)`): what `next`
+    pulls from them is a batch, however they are named."""
+    return {ast.unparse(target) for node in ast.walk(func) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", "") for target in node.targets}
+
+
+def _pulls(node: ast.AST, iterators: set[str]) -> bool:
+    """Does the statement call `next` on one of the function's iterators, or start one (which starts the
+    loader's workers, as a `for` header over the loader does)?"""
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", ""):
+        return any(ast.unparse(target) in iterators for target in node.targets)
+    return any(isinstance(call, ast.Call) and _callee(call) == ("next", "") and call.args
+               and ast.unparse(call.args[0]) in iterators for call in ast.walk(node))
+
+
+def _phase(node: ast.AST, iterators: set[str]) -> str:
+    phase = statement_phase(node)
+    return "data_wait" if phase == "other" and _pulls(node, iterators) else phase
+
+
+def _pulled(body: list[ast.stmt], iterators: set[str]) -> list[ast.stmt]:
+    """The simple statements of a loop's body that wait for a batch, also inside `try:` (the step-based loop
+    that starts a new iterator on StopIteration) and `with` blocks."""
+    found: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, ast.Try):
+            found += _pulled(stmt.body + [s for h in stmt.handlers for s in h.body] + stmt.orelse, iterators)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found += _pulled(stmt.body, iterators)
+        elif not hasattr(stmt, "body") and _phase(stmt, iterators) == "data_wait":
+            found.append(stmt)
+    return found
+
+
+def _next_lines(loop: ast.For | ast.AsyncFor | ast.While, iterators: set[str]) -> tuple[int, ...]:
+    """Lines of the `x = next(it)` statements of a loop's body: the wait of a hand-driven loop."""
+    return tuple(line for stmt in _pulled(loop.body, iterators) for line in _lines(stmt))
 
 
 def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -166,6 +200,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
     phase_of: dict[int, str] = {}
     loops: list[LoaderLoop] = []
     inside_loader: set[int] = set()  # ids of nodes nested in a loader loop (micro-batches are not data)
+    iterators = _iterators(func)
     for node in ast.walk(func):  # breadth first: outer loops are seen before inner ones
         if node is func or not isinstance(node, ast.stmt):
             continue
@@ -175,10 +210,10 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
             is_loader = _is_loader_loop(node, nested)
             for line in header:
                 phase_of[line] = "data_wait" if is_loader else statement_phase(node.iter)
-            waits = header if is_loader else _next_lines(node)
+            waits = header if is_loader else _next_lines(node, iterators)
         elif isinstance(node, ast.While):
             phase_of.setdefault(node.lineno, statement_phase(node.test))
-            waits = _next_lines(node)
+            waits = _next_lines(node, iterators)
         else:
             waits = ()
             if isinstance(node, ast.If):
@@ -186,13 +221,14 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 phase_of.setdefault(node.lineno, "other")
             elif not hasattr(node, "body"):  # a simple statement: all its lines share its phase
-                phase = statement_phase(node)
+                phase = _phase(node, iterators)
                 for line in _lines(node):
                     if line not in phase_of or _rank(phase) < _rank(phase_of[line]):
                         phase_of[line] = phase  # `a(); b()` on one line: the stronger phase wins
         if waits and not nested:
             inside_loader.update(id(n) for n in ast.walk(node) if n is not node)
-            loops.append(LoaderLoop(file, name, waits, node.body[0].lineno, node.end_lineno or node.lineno,
+            first = node.body[0].body[0] if isinstance(node.body[0], ast.Try) else node.body[0]  # hit once a batch
+            loops.append(LoaderLoop(file, name, waits, first.lineno, node.end_lineno or node.lineno,
                                     _is_steps(node), func.body[0].lineno if func.body[0] is not node else None))
     return phase_of, loops
 

@@ -1,7 +1,8 @@
 """A user's own training scripts, profiled unmodified (tests/data/own_scripts/, written for these tests).
 
 Each is a different style: workers set in code, `-j/--workers`, no argparse, the DataLoader built in a
-helper, the loop in a class method, the loop in an imported module, train + validation loaders. Each
+helper, the loop in a class method, the loop in an imported module, train + validation loaders, steps
+pulled by hand with next(it) and no epochs. Each
 real `run` must find the loop, read the workers from the script's own DataLoader and name that
 DataLoader's line (or the script's own worker flag) in the edits, never a flag the script lacks.
 """
@@ -30,6 +31,7 @@ CASES = [
     ("loop_in_method.py", [], [], "Trainer.train_epoch", 10, 1, None),
     ("loop_in_module.py", ["--module", "mypkg.engine"], [], "train_one_epoch", 11, 0, None),
     ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
+    ("step_based.py", [], [], "train", 12, 1, None),
 ]
 
 

@@ -97,6 +97,10 @@ def test_phases_of_the_classic_training_loop():
     # counting loops are not loaders, even when named after batches; next(iterator) is the wait
     ("for i in range(num_batches):\n    x, y = next(data_iter)\n    out = model(x)\n    out.sum().backward()",
      {2: "other", 3: "data_wait", 4: "forward", 5: "backward"}),
+    # a step-based loop: next() on the function's own iterator, however named, inside try, and its restart
+    ("it = iter(loader)\nfor step in range(n):\n    try:\n        x = next(it)\n    except StopIteration:\n"
+     "        it = iter(loader)\n        x = next(it)\n    model(x).sum().backward()",
+     {2: "data_wait", 3: "other", 5: "data_wait", 7: "data_wait", 8: "data_wait", 9: "backward"}),
     # micro-batches inside a loader loop: only the outer header is data wait
     ("for x, y in train_loader:\n    for chunk in x.split(8):\n        model(chunk).sum().backward()\n"
      "    opt.step()", {2: "data_wait", 3: "other", 4: "backward", 5: "optimizer"}),
