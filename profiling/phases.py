@@ -297,19 +297,36 @@ def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary |
     return max(summaries, key=lambda item: (item[0], item[1]))[2]
 
 
+def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
+    """The training loop as the DataLoader hook timed it, for a loop no profiled line shows (a framework's
+    trainer, or code the classifier cannot read): where its loader was iterated, and the traced part's wait
+    and compute. Only where the run timed that loop untraced, so the advice rests on the measurement.
+    `function` is "": its lines were not profiled."""
+    traced = (trials or {}).get("traced") or {}
+    if not loaders or (trials or {}).get("status") not in ("tried", "compute-bound") or traced.get("steps", 0) < 1:
+        return None
+    where, _, line = str(loaders[0].get("iterated_at", "")).rpartition(":")  # the first iterated: the training loader
+    if not line.isdigit():
+        return None
+    wait = float(traced.get("wait_seconds", 0.0))
+    return LoopSummary(file=where, function="", header_line=int(line), batches=int(traced["steps"]),
+                       wait_seconds=wait, compute_seconds=float(traced.get("seconds", 0.0)) - wait)
+
+
 def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
     """Seconds, % and ms per batch of each phase, over the function that holds the training loop: that keeps
     "per batch" honest when other functions (an eval loop, helpers) were profiled too. Without a loop every
     profiled line counts and per-batch is empty."""
     import pandas as pd
 
-    rows = table if loop is None else table[(table["file"] == loop.file) & (table["function"] == loop.function)]
+    whole = loop is None or not loop.function  # no loop, or one no profiled line shows (hooked_loop)
+    rows = table if whole else table[(table["file"] == loop.file) & (table["function"] == loop.function)]
     seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
     total = float(seconds.sum())
     return pd.DataFrame({
         "phase": list(PHASES),
         "seconds": seconds.to_numpy(dtype=float),
         "pct": (100.0 * seconds / total).to_numpy(dtype=float) if total > 0 else [0.0] * len(PHASES),
-        "per_batch_ms": (1e3 * seconds / loop.batches).to_numpy(dtype=float) if loop and loop.batches
+        "per_batch_ms": (1e3 * seconds / loop.batches).to_numpy(dtype=float) if not whole and loop.batches
         else [float("nan")] * len(PHASES),
     })

@@ -1,10 +1,12 @@
 """Before `run` starts anything: can a training loop be reached in what will be profiled?
 
 Why: without a loop in a profiled function the whole job runs first and only then ends in "the
-profile is empty", a wasted job on a cluster. This reads the source (never imports or runs it, so
-it takes well under a second) and finds the loops the report would find, with the same rules as
-`profiling.phases`. What will be profiled: the script's `@profile` functions when it has any, else
-every function of the script (kernprof's auto-profiling), plus the modules named with `--module`.
+profile is empty", a wasted job on a cluster. A loop found nowhere in the script or its own modules is
+not refused where the script names a DataLoader (a framework's trainer, say): the run times it through
+that. This reads the source (never imports or runs it, so it takes well under a second) and finds the
+loops the report would find, with the same rules as `profiling.phases`. What will be profiled: the
+script's `@profile` functions when it has any, else every function of the script (kernprof's
+auto-profiling), plus the modules named with `--module`.
 """
 from __future__ import annotations
 
@@ -79,7 +81,8 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
 
 
 def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) -> str | None:
-    """One line saying why no training loop will be profiled and what to pass; None when one will be."""
+    """One line saying why no training loop will be profiled and what to pass; None when one will be, or when
+    the script names a DataLoader that another's code iterates (a framework's trainer: timed through it)."""
     path = Path(script)
     roots = [path.parent, Path.cwd()]
     if loops_in(path, decorated_only):
@@ -98,8 +101,10 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
     for name in local_imports(path, roots):
         if any(loops_in(f) for f in module_files(name, roots) or []):
             return f"no training loop in {script} itself; it is in your module {name}: pass --module {name}"
-    return (f"no `for ... in <loader>` training loop in the functions of {script}: if it lives in your own "
-            f"package, pass --module NAME (a framework's own trainer cannot be profiled line by line)")
+    if "dataloader" in path.read_text(encoding="utf-8", errors="replace").lower():
+        return None  # a framework's trainer iterates it: the loop is timed through it (profiling.phases.hooked_loop)
+    return (f"no `for ... in <loader>` training loop and no DataLoader in {script}: if they live in your own "
+            f"package, pass --module NAME")
 
 
 def worker_flag(script: Path) -> str | None:

@@ -47,7 +47,8 @@ def _loop_lines(report: Report) -> list[str]:
         return ["No training loop (`for ... in <loader>`) found: see the notes."]
     n = report.advice.numbers
     traced = f"the first {n.traced_batches} batches traced" if n and n.traced_batches else "traced"
-    lines = [f"Training loop: {loop.file}:{loop.header_line} in {loop.function}(), {loop.batches} batches ({traced})",
+    where = f"in {loop.function}()" if loop.function else "(timed through its DataLoader: its lines were not profiled)"
+    lines = [f"Training loop: {loop.file}:{loop.header_line} {where}, {loop.batches} batches ({traced})",
              f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
              f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
     if n and n.untraced_step_ms and n.held_cpus:  # held to fewer CPUs than the traced part had: not tracing's cost
@@ -103,7 +104,8 @@ def _text_table(header: Sequence[str], rows: list[list[str]], indent: str = "  "
 
 def render_text(report: Report) -> str:
     out = [f"Profile: {report.lprof_path}", _facts_line(report), f"  ({report.facts.source})", ""]
-    out += _loop_lines(report) + ["", "Phases" + (f" of {report.loop.function}()" if report.loop else "") + ":"]
+    named = report.loop is not None and report.loop.function
+    out += _loop_lines(report) + ["", "Phases" + (f" of {report.loop.function}()" if named else "") + ":"]
     out += _text_table(PHASE_HEADER, _phase_rows(report))
     out += ["", "ADVICE", "  " + _advice_head(report)[0]]
     if report.advice.edits:

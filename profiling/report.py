@@ -18,7 +18,7 @@ from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
 from profiling.precheck import takes_metrics_json, worker_flag
-from profiling.phases import classify_lines, phase_summary, training_loop
+from profiling.phases import classify_lines, hooked_loop, phase_summary, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
@@ -103,9 +103,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     roots = [Path(r) for r in (source_root, meta.get("cwd")) if r] + [lprof_path.parent, Path.cwd()]
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources)
-    loop = training_loop(table, loops)
     record = sibling(lprof_path, ".loaders.json")
-    loader = loader_for_loop(read_loaders(record), loop.file if loop else None, loop.header_line if loop else None)
+    loaders, trials = read_loaders(record), read_trials(record)
+    loop = training_loop(table, loops) or hooked_loop(loaders, trials)
+    loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None)
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)
@@ -121,6 +122,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     if loop is None:
         notes.append("no `for ... in <loader>` loop found in the profiled functions: the line table is "
                      "complete, but there is no data wait to base num_workers advice on")
+    elif not loop.function:
+        notes.append(f"no `for ... in <loader>` loop in the profiled functions: the loop that iterates the loader at "
+                     f"{loop.file}:{loop.header_line} was timed through its DataLoader, and the phases cover every "
+                     f"profiled line")
     else:
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
         if len(others):
@@ -129,7 +134,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
-                  advice=advise(loop, facts, curve=curve, trials=read_trials(record)), notes=notes, meta=meta,
+                  advice=advise(loop, facts, curve=curve, trials=trials), notes=notes, meta=meta,
                   samples=samples, loop=loop, curve=curve)
 
 

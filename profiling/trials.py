@@ -205,10 +205,10 @@ class Trials:
         """Hold every thread of the process (and the workers it forks) to the CPUs a job with `workers`
         would ask for, torch's threads to no more than those CPUs nor the script's own: holding the main
         thread alone, cpu_mixup stepped 56 ms on an H100 where `taskset` to those CPUs gave at most 46."""
+        if self.mask is None:  # never started (nothing tried): nothing to hold, and no torch to import at exit
+            return
         import torch
 
-        if self.mask is None:
-            return
         cpus = self.mask if workers is None else first_cpus(cpus_for_workers(workers, self.gpus, self.pin), self.mask)
         hold_process(cpus)
         own = self.threads or len(cpus)

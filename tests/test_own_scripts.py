@@ -97,6 +97,29 @@ def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, r
     assert unreachable_loop(str(OWN / "loop_in_module.py"), ["mypkg.engine"], decorated_only=False) is None
 
 
+def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):
+    """The loop is in installed code (a stand-in for Lightning's Trainer.fit): no profiled line shows it, so
+    the run is not refused, and the report rests on the loop the DataLoader hook timed untraced, with the
+    worker counts tried in it, and names the script's own DataLoader line in the edits."""
+    script = OWN / "framework_fit.py"
+    assert unreachable_loop(str(script), [], decorated_only=False) is None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=f"{repo}{os.pathsep}{OWN.parent / 'framework'}", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--try-workers", "0,1,2", "--segment-seconds",
+                           "0.3", "--output-dir", str(tmp_path), "--formats", "text", "--", str(script)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("done, loss") == 4  # every epoch trained
+    report = build_report(tmp_path / "framework_fit.lprof")
+    loop = report.loop
+    assert loop is not None and loop.function == "" and loop.file.endswith("tinytrainer.py"), loop
+    numbers = report.advice.numbers
+    assert numbers.basis == "tried" and set(numbers.tried) == {0, 1, 2}
+    assert report.advice.edits[1].startswith(f"{script}:38  DataLoader(..., num_workers={report.advice.num_workers}")
+    text = (tmp_path / "framework_fit.report.txt").read_text()
+    assert "timed through its DataLoader" in text and "(measured in your run)" in text
+
+
 def test_an_argument_error_is_not_blamed_on_profile(tmp_path, repo):
     done = dlprof(repo, "run", "--output-dir", str(tmp_path), "--", str(OWN / "dash_j_workers.py"), "--bogus",
                   cwd=tmp_path)
