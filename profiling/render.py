@@ -47,7 +47,7 @@ def _loop_lines(report: Report) -> list[str]:
         return ["No training loop (`for ... in <loader>`) found: see the notes."]
     n = report.advice.numbers
     traced = f"the first {n.traced_batches} batches traced" if n and n.traced_batches else "traced"
-    where = f"in {loop.function}()" if loop.function else "(timed through its DataLoader: its lines were not profiled)"
+    where = f"in {loop.function}()" if loop.function else "(timed through its DataLoader, not in the profiled lines)"
     lines = [f"Training loop: {loop.file}:{loop.header_line} {where}, {loop.batches} batches ({traced})",
              f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
              f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
