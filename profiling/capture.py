@@ -70,7 +70,7 @@ class Capture:
                 length = None
             entry = {"built_at": getattr(loader, "_dlprof_built_at", "?"), "iterated_at": self.caller(),
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
-                     "dataset": type(loader.dataset).__name__, "epochs": 0, "batches": 0,
+                     "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
                      "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
             if self.set_workers is not None:
@@ -174,6 +174,15 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
+
+
+def shuffles(loader: Any) -> bool:
+    """Does the loader draw its samples in a new order each epoch, as training loaders do (a RandomSampler,
+    or a sampler with shuffle=True such as DistributedSampler's)?"""
+    from torch.utils.data import RandomSampler
+
+    sampler = getattr(loader, "sampler", None)
+    return isinstance(sampler, RandomSampler) or getattr(sampler, "shuffle", False) is True
 
 
 def _int(text: str | None) -> int | None:

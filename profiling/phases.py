@@ -305,7 +305,8 @@ def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
     traced = (trials or {}).get("traced") or {}
     if not loaders or (trials or {}).get("status") not in ("tried", "compute-bound") or traced.get("steps", 0) < 1:
         return None
-    where, _, line = str(loaders[0].get("iterated_at", "")).rpartition(":")  # the first iterated: the training loader
+    chosen = (trials or {}).get("loader") or loaders[0]  # the trials' training loader (older records: the first)
+    where, _, line = str(chosen.get("iterated_at", "")).rpartition(":")
     if not line.isdigit():
         return None
     wait = float(traced.get("wait_seconds", 0.0))

@@ -2,9 +2,10 @@
 
 Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so
 the loop itself is timed (docs/profiling-model.md says how). The first DataLoader the script iterates is the
-training loader. Each epoch's batches are drawn once from its own sampler (same order, same number), and the
-global RNG advances as one iterator's would: only which worker builds a batch, and so the seeds of per-worker
-augmentation, change. An IterableDataset, or a loader without automatic batching, is not tried (said so).
+training loader (or the first that shuffles, after one that does not). Each epoch's batches are drawn once
+from its own sampler (same order, same number), and the global RNG advances as one iterator's would: only
+which worker builds a batch, and so the seeds of per-worker augmentation, change. An IterableDataset, or a
+loader without automatic batching, is not tried (said so).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ class Trials:
     def __init__(self, trace_batches: int = TRACE_BATCHES, segment_s: float = SEGMENT_SECONDS,
                  asked: str = "auto", profiler: Any = None) -> None:
         self.trace_batches, self.segment_s, self.asked, self.profiler = trace_batches, segment_s, asked, profiler
-        self.entry_id: int | None = None
+        self.entry: dict[str, Any] | None = None  # the training loader's capture entry
         self.tracing, self.traced_batches = True, 0
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
@@ -82,10 +83,14 @@ class Trials:
             profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
 
     def is_training(self, entry: Any) -> bool:
-        """The training loader is the first the script iterates (its capture entry stands for it)."""
-        if self.entry_id is None:
-            self.entry_id = id(entry)
-        return id(entry) == self.entry_id
+        """The training loader is the first the script iterates (its capture entry stands for it), unless it
+        does not shuffle and one that does comes before anything is tried: Lightning checks two batches of
+        the validation loader before it trains. Then what was counted of the first is forgotten."""
+        if self.entry is None or (entry is not self.entry and entry.get("shuffles") and not
+                                  self.entry.get("shuffles") and self.own is None):
+            self.entry, self.traced_batches = entry, 0
+            self.traced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
+        return entry is self.entry
 
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
         """One batch of any loader: count the traced ones, time the untraced ones of the training loader."""
@@ -261,7 +266,8 @@ class Trials:
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (
                 "during the first untraced segment" if self.timed else "within the traced part")
-        return {"status": self.status, "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
+        return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
+                "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
                 "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
                 "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}

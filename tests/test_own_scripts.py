@@ -8,6 +8,7 @@ DataLoader's line (or the script's own worker flag) in the edits, never a flag t
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -100,7 +101,8 @@ def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, r
 def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):
     """The loop is in installed code (a stand-in for Lightning's Trainer.fit): no profiled line shows it, so
     the run is not refused, and the report rests on the loop the DataLoader hook timed untraced, with the
-    worker counts tried in it, and names the script's own DataLoader line in the edits."""
+    worker counts tried in it, and names the script's own DataLoader line in the edits. As Lightning does,
+    the trainer iterates two validation batches first: the training loader, which shuffles, is the one timed."""
     script = OWN / "framework_fit.py"
     assert unreachable_loop(str(script), [], decorated_only=False) is None
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
@@ -110,9 +112,14 @@ def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advi
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("done, loss") == 4  # every epoch trained
+    # the validation loader's two batches came first; the one timed and tried is the training loader
+    trials = json.loads((tmp_path / "framework_fit.loaders.json").read_text())["trials"]
+    train_line = 1 + next(i for i, text in enumerate((OWN.parent / "framework" / "tinytrainer.py").read_text()
+                                                      .splitlines()) if "for batch in loader" in text)
+    assert trials["loader"]["iterated_at"].endswith(f"tinytrainer.py:{train_line}") and trials["traced_batches"] == 24
     report = build_report(tmp_path / "framework_fit.lprof")
     loop = report.loop
-    assert loop is not None and loop.function == "" and loop.file.endswith("tinytrainer.py"), loop
+    assert loop is not None and loop.function == "" and loop.header_line == train_line, loop
     numbers = report.advice.numbers
     assert numbers.basis == "tried" and set(numbers.tried) == {0, 1, 2}
     assert report.advice.edits[1].startswith(f"{script}:38  DataLoader(..., num_workers={report.advice.num_workers}")

@@ -148,6 +148,24 @@ def test_a_counts_noise_is_the_spread_of_its_turns_once_it_has_three():
     assert fewest_within({4: 2.15e-3, 12: 2.0835e-3}, noise=noise) == 4
 
 
+def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_came_first():
+    """Lightning iterates two validation batches before it trains: a loader that shuffles, iterated before
+    anything is tried, takes over from a first one that does not, which is then forgotten. Once counts are
+    tried, and between two loaders that both shuffle (or neither), the first stays."""
+    val, train, other = {"shuffles": False}, {"shuffles": True}, {"shuffles": True}
+    trials = Trials()
+    for _ in range(2):
+        trials.batch(val, 0.02, 0.01)
+    assert trials.traced_batches == 2 and trials.traced["steps"] == 2
+    trials.batch(train, 0.02, 0.01)
+    assert trials.entry is train and trials.traced_batches == 1 and trials.traced["steps"] == 1
+    assert not trials.is_training(val) and not trials.is_training(other)
+    trials = Trials()
+    trials.batch(val, None, None)
+    trials.own = 0  # trying has begun: the first loader stays the training loader
+    assert not trials.is_training(train) and trials.is_training(val)
+
+
 def test_a_segment_times_whole_rounds_of_its_workers():
     """k workers started together hand over their batches in bursts of about k: a segment ends only after
     a whole number of rounds of them (and MIN_TIMED batches), so no phase of a burst is timed alone."""

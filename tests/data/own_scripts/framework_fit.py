@@ -1,5 +1,5 @@
 """The loop lives in a framework's trainer (tests/data/framework/tinytrainer.py, on PYTHONPATH), as with
-Lightning: the script defines the model and the data, and calls fit()."""
+Lightning: the script defines the model, the training and validation data, and calls fit()."""
 import argparse
 import time
 
@@ -35,4 +35,5 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=4)
     args = ap.parse_args()
-    Trainer(max_epochs=args.epochs).fit(Classifier(), DataLoader(SlowReads(), batch_size=8, shuffle=True))
+    Trainer(max_epochs=args.epochs).fit(Classifier(), DataLoader(SlowReads(), batch_size=8, shuffle=True),
+                                        DataLoader(SlowReads(), batch_size=8))
