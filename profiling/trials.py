@@ -84,10 +84,13 @@ class Trials:
 
     def is_training(self, entry: Any) -> bool:
         """The training loader is the first the script iterates (its capture entry stands for it), unless it
-        does not shuffle and one that does comes before anything is tried: Lightning checks two batches of
-        the validation loader before it trains. Then what was counted of the first is forgotten."""
-        if self.entry is None or (entry is not self.entry and entry.get("shuffles") and not
-                                  self.entry.get("shuffles") and self.own is None):
+        does not shuffle, has not delivered a whole epoch, and one that shuffles comes before anything is
+        tried: Lightning checks two batches of the validation loader before it trains. Then what was counted
+        of the first is forgotten."""
+        first = self.entry
+        epoch = -(-((first or {}).get("dataset_length") or 0) // ((first or {}).get("batch_size") or 1))
+        if first is None or (entry is not first and entry.get("shuffles") and not first.get("shuffles")
+                             and self.own is None and first.get("batches", 0) < epoch):
             self.entry, self.traced_batches = entry, 0
             self.traced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
         return entry is self.entry

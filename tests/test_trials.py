@@ -149,10 +149,13 @@ def test_a_counts_noise_is_the_spread_of_its_turns_once_it_has_three():
 
 
 def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_came_first():
-    """Lightning iterates two validation batches before it trains: a loader that shuffles, iterated before
-    anything is tried, takes over from a first one that does not, which is then forgotten. Once counts are
-    tried, and between two loaders that both shuffle (or neither), the first stays."""
-    val, train, other = {"shuffles": False}, {"shuffles": True}, {"shuffles": True}
+    """Lightning iterates two validation batches before it trains: a loader that shuffles takes over from a
+    first one that does not and has not delivered a whole epoch, which is then forgotten. A first loader
+    that delivered an epoch (an unshuffled training loader), or that shuffles, stays."""
+    def loader(shuffles: bool, batches: int = 0) -> dict:  # a capture entry: 10 batches an epoch
+        return {"shuffles": shuffles, "dataset_length": 80, "batch_size": 8, "batches": batches}
+
+    val, train, other = loader(False, batches=2), loader(True), loader(True)
     trials = Trials()
     for _ in range(2):
         trials.batch(val, 0.02, 0.01)
@@ -160,10 +163,12 @@ def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_c
     trials.batch(train, 0.02, 0.01)
     assert trials.entry is train and trials.traced_batches == 1 and trials.traced["steps"] == 1
     assert not trials.is_training(val) and not trials.is_training(other)
-    trials = Trials()
-    trials.batch(val, None, None)
-    trials.own = 0  # trying has begun: the first loader stays the training loader
-    assert not trials.is_training(train) and trials.is_training(val)
+    trials, first = Trials(), loader(False, batches=10)  # an unshuffled loader that delivered an epoch stays
+    assert trials.is_training(first) and not trials.is_training(train)
+    trials, first = Trials(), loader(False, batches=3)
+    trials.is_training(first)
+    trials.own = 0  # ... and so does one whose counts are being tried
+    assert not trials.is_training(train) and trials.is_training(first)
 
 
 def test_a_segment_times_whole_rounds_of_its_workers():
