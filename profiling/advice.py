@@ -1,10 +1,9 @@
 """Stage 4: turn the loop's numbers into `num_workers` / `--cpus-per-task` advice, with reasons.
 
-The numbers are computed once (`model_numbers`, into a typed `AdviceNumbers`): from the run's own loop timed
-untraced with worker counts taking turns (profiling.trials), else from a loader curve, else an estimate from the
-profile alone. The advice is a table of rules, each a name, a level, a condition on those numbers and a
-message filled from them; hints that name the lesson script's own flags are a separate table. How the advice
-is found: docs/profiling-model.md.
+The numbers are computed once (`model_numbers`, into a typed `AdviceNumbers`): from the run's own loop timed untraced
+with worker counts taking turns (profiling.trials), else from a loader curve, else an estimate from the profile alone.
+The advice is a table of rules (a name, a level, a condition on the numbers, a message filled from them); hints that
+name the lesson script's own flags are a separate table. How the advice is found: docs/profiling-model.md.
 """
 from __future__ import annotations
 
@@ -18,23 +17,21 @@ from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurv
 from profiling.turns import LIMIT, MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
-# Without a curve the need is inferred, and bounded between the average need ceil(P / C) and
-# ESTIMATE_FACTOR times it. The estimate takes the top: on an H100 the average (3 workers, 4 with a
-# spare) ran 1.21x slower than the best of a sweep, while too many workers cost only idle CPUs.
+# Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
+# estimate takes the top: on an H100 the average ran 1.21x slower than a sweep's best; more workers cost only idle CPUs.
 ESTIMATE_FACTOR = 1.5
 FEW_BATCHES = 20      # below this, start-up (first batch, worker start) dominates the averages
 ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch/examples on GPU)
-# With workers, the main process always waits a little per batch even when the workers are far
-# ahead: it takes the finished batch off a queue (and off the pin-memory thread). That floor is
-# not starvation, and counting it as such would ask for more workers after every re-profile.
-# Measured on an H100: 0.20-0.42 ms median with pinned memory (docs/results/advice-v2-history.md).
+# With workers, the main process always waits a little per batch to take it off a queue (and the pin-memory thread):
+# not starvation, which would ask for more workers after every re-profile. On an H100: 0.20-0.42 ms median with
+# pinned memory (docs/results/advice-v2-history.md).
 HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling run -- SCRIPT ARGS"  # named by an estimate: it measures in the loop
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "factor": ESTIMATE_FACTOR,
              "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL),
              "starve_pct": round(100 * (1 / FED_SHARE - 1))}
-# Share of the loader workers' time spent opening and reading files (`python -m small_files split`
-# stores it in the run's meta as io_split) above which the files, not the decoding, are the cost.
+# Share of the workers' time opening and reading files (io_split in the run's meta, from `python -m small_files split`)
+# above which the files, not the decoding, are the cost.
 READS_DOMINATE = 0.5
 
 
@@ -48,7 +45,7 @@ class Rule:
     message: str
 
     def text(self, numbers: AdviceNumbers, kit_script: bool = False) -> str:
-        """The message filled in, followed by the lesson script's hint for this rule when it is the kit's script."""
+        """The message filled in, then the lesson script's hint for this rule when it is the kit's script."""
         hint = LESSON_SCRIPT_HINTS.get(self.name) if kit_script else None
         return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
 
@@ -293,8 +290,7 @@ RULES: tuple[Rule, ...] = (
          "heavily in these averages; profile a few hundred steps for firmer advice."),
 )
 
-# The terminal report's "Why" lines: the same reason in a few plain words, read in seconds; the full
-# message (how it was measured, the curve, the constants) goes to the Markdown, HTML and JSON reports.
+# The terminal's "Why" lines: each reason in a few plain words; the full message goes to the Markdown, HTML and JSON.
 BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
@@ -321,8 +317,7 @@ BRIEF: dict[str, str] = {
     "main_process_cpus": "Plus {main_cpus} CPUs for the main process (loop, pin-memory thread, CUDA waits).",
 }
 
-# The lesson script's own flags for a rule's remedy, appended to its message. Kept apart from the
-# generic messages, because `run` profiles any script and only mnist_classify.py has these flags.
+# The lesson script's flags for a rule's remedy, kept apart: `run` profiles any script, only mnist_classify.py has them.
 LESSON_SCRIPT_HINTS: dict[str, str] = {
     "capped_by_cpus": "(mnist_classify.py: --gpu-resident keeps the data on the GPU.)",
     "never_feeds_held_loop": "(mnist_classify.py: --gpu-resident.)",
@@ -333,8 +328,7 @@ LESSON_SCRIPT_HINTS: dict[str, str] = {
 
 
 def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
-    """The edits in the training script's own terms: its worker flag when it has one, else its
-    DataLoader's own line (`profiling.capture`); nothing the loader already does."""
+    """The edits in the script's own terms: its worker flag, else its DataLoader's line; nothing it does already."""
     workers = numbers.num_workers or 0
     changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known
     extras = ["persistent_workers=True"] if workers >= 1 and facts.persistent_workers is not True else []

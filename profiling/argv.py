@@ -47,8 +47,7 @@ def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
 
 
 def parse_script(path: Path) -> ast.Module | None:
-    """The source's syntax tree, None when it cannot be read or parsed. Read with the AST, never by
-    importing: importing a training script would start training (or at least import torch) here."""
+    """The source's syntax tree (None if unreadable); never imported: a training script would start training here."""
     try:
         return ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):

@@ -1,17 +1,15 @@
 """The DataLoaders a script really iterates, recorded from inside the profiled process.
 
-Why: a script sets its workers in code, through `-j`, `--workers` or a config file; reading its arguments
-guesses, and a guess sent the advice down the wrong branch for a run that used 0. So
-`torch.utils.data.DataLoader` is wrapped when the script imports it: every loader it iterates reports its
-settings and the `file:line` where it was built. The hook can also force the workers (`DLPROF_SET_WORKERS`,
-for `sweep`) and stop the script cleanly after N batches of one loader (`DLPROF_MAX_BATCHES`).
+Why: a script sets its workers in code, through `-j`, `--workers` or a config file; reading its arguments guesses, and a
+guess sent the advice down the wrong branch for a run that used 0. So `torch.utils.data.DataLoader` is wrapped when the
+script imports it: every loader it iterates reports its settings and the `file:line` where it was built. The hook can
+also force the workers (`DLPROF_SET_WORKERS`, for `sweep`) and stop the script after N batches (`DLPROF_MAX_BATCHES`).
 
 Written as JSON (`DLPROF_LOADERS`, the path) when the process exits, Ctrl-C included:
   {"version": 1, "stopped_after": N or null,
    "loaders": [{"built_at": "train.py:57", "iterated_at": "train.py:80", "num_workers": 4, ...}]}
-
-Installed by `profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT ARGS`
-(a plain run, for `sweep`). torch is imported by the script, never by this module.
+Installed by `profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT ARGS` (a plain run,
+for `sweep`). torch is imported by the script, never by this module.
 """
 from __future__ import annotations
 
@@ -81,9 +79,8 @@ class Capture:
         return entry
 
     def batch(self, entry: dict[str, Any], iterator: Any = None, asked: float | None = None) -> None:
-        """Count one batch; after `max_batches` of one loader, stop the script (exit 0). With the iterator and
-        the moment the loop `asked` for it, also time the loop's step and its wait for the batch (each epoch's
-        first batch and the time between epochs left out, so that step minus wait is the body's compute)."""
+        """Count one batch; after `max_batches` of one loader, stop the script (exit 0). With the iterator and when the
+        loop `asked`, also time the step and its wait (each epoch's first batch left out: step - wait is compute)."""
         now = time.perf_counter()
         previous = getattr(iterator, "_dlprof_last", None)
         if self.trials is not None:
@@ -177,8 +174,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 
 def shuffles(loader: Any) -> bool:
-    """Does the loader draw its samples in a new order each epoch, as training loaders do (a RandomSampler,
-    or a sampler with shuffle=True such as DistributedSampler's)?"""
+    """Does the loader draw a new order each epoch, as training loaders do (RandomSampler, or shuffle=True)?"""
     from torch.utils.data import RandomSampler
 
     sampler = getattr(loader, "sampler", None)
@@ -255,8 +251,7 @@ class LoopStep(NamedTuple):
 
 
 def loop_step(entry: Mapping[str, Any]) -> LoopStep | None:
-    """The loop's compute and data wait per batch, as the hook timed them (epochs' first batches left out);
-    None with fewer than FEW_STEPS steps, or when the wait took all the time (no compute to pace by)."""
+    """The loop's compute and data wait per batch, as the hook timed them; None under FEW_STEPS steps or no compute."""
     steps = int(entry.get("loop_steps") or 0)
     seconds, wait = float(entry.get("loop_seconds") or 0.0), float(entry.get("loop_wait_seconds") or 0.0)
     if steps < FEW_STEPS or seconds - wait <= 0:

@@ -1,9 +1,7 @@
-"""The command line: `python -m profiling {run,report,loader,compare,sweep}` (also installed as `dlkit-prof`;
-not `dlprof`, the command of NVIDIA's DLProf that NGC PyTorch containers ship).
-
-Only argument parsing and error handling live here; each verb is one function elsewhere, taking the parsed
-Namespace and returning an exit code, imported lazily so that `report` and `--help` work without the others'
-dependencies. A user's error prints ONE line on stderr and exits 2, never a traceback: learners read these.
+"""The command line: `python -m profiling {run,report,loader,compare,sweep}`, installed as `dlkit-prof` (not `dlprof`,
+NVIDIA DLProf's command in NGC PyTorch containers). Each verb is one function elsewhere (Namespace -> exit code),
+imported lazily so `report` and `--help` work without the others' dependencies. A user's error prints ONE line on
+stderr and exits 2, never a traceback: learners read these.
 """
 from __future__ import annotations
 
@@ -219,8 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The command line's entry (`dlkit-prof`, `python -m profiling`): main(), then exit at once. Unloading
-    pandas and matplotlib takes about 0.25 s, which every profiled job would pay after its report is out."""
+    """The entry (`dlkit-prof`, `python -m profiling`): main(), then exit at once: unloading pandas and matplotlib
+    takes about 0.25 s, which every profiled job would pay after its report is out."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -1,8 +1,7 @@
 """`dlkit-prof compare BEFORE.lprof AFTER.lprof`: the speedup per phase and overall.
 
-Why per batch when possible: the "after" run is often shorter or longer (another batch size, fewer samples,
---max-steps), so raw seconds would reward running less. When both profiles know their batch count the table
-compares ms per batch; otherwise seconds, and it says which.
+Why per batch when possible: the "after" run is often shorter or longer (batch size, --max-steps), so raw seconds would
+reward running less. With both batch counts known it compares ms per batch; otherwise seconds, and says which.
 """
 from __future__ import annotations
 

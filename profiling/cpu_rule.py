@@ -1,11 +1,10 @@
 """The one CPU rule of the kit: a job's CPUs = its DataLoader workers + the main process's CPUs.
 
-Why one module: the advice, the job checker, the sweep, the templates, the launcher and the lesson
-script's `--num-workers auto` must give the same answer to "how many CPUs for N workers" and
-"how many workers for C CPUs". On a GPU with pinned memory the main process keeps two cores busy:
-the training loop (whose CUDA waits spin on a core) and the pin-memory thread that page-locks every
-batch. On an H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step but 9.5 ms with the
-node free (docs/profiling-model.md). Otherwise the main process needs one core.
+Why one module: the advice, the job checker, the sweep, the templates, the launcher and the lesson script's
+`--num-workers auto` must agree on "how many CPUs for N workers" and "how many workers for C CPUs". On a GPU with
+pinned memory the main process keeps two cores busy: the training loop (its CUDA waits spin on a core) and the
+pin-memory thread that page-locks every batch. On an H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step
+but 9.5 ms with the node free (docs/profiling-model.md). Otherwise the main process needs one core.
 
 It imports nothing from the kit, so a job template can run it as a file before anything else:
     python "$DLKIT_ROOT/profiling/cpu_rule.py" workers CPUS [--gpus N] [--no-pin-memory]
@@ -27,8 +26,7 @@ def main_process_cpus(gpus: int, pin_memory: bool | None = None) -> int:
 
 
 def cpus_for_workers(workers: int, gpus: int, pin_memory: bool | None = None) -> int:
-    """--cpus-per-task for `workers` DataLoader workers (one CPU when the main process loads alone:
-    with num_workers=0 there is no pin-memory thread and nothing to share a core with)."""
+    """--cpus-per-task for `workers` workers (one CPU with num_workers=0: no pin-memory thread, no core to share)."""
     return workers + main_process_cpus(gpus, pin_memory) if workers >= 1 else 1
 
 
@@ -38,14 +36,12 @@ def workers_for_cpus(cpus: int, gpus: int, pin_memory: bool | None = None) -> in
 
 
 def first_cpus(count: int, mask: set[int] | None = None) -> set[int]:
-    """The first `count` CPUs of `mask` (this process's, by default; all of them when there are fewer):
-    what `--cpus-per-task=count` would leave a job, so a local run can be held to the same share."""
+    """The first `count` CPUs of `mask` (default: this process's): what `--cpus-per-task=count` would leave a job."""
     return set(sorted(os.sched_getaffinity(0) if mask is None else mask)[:max(count, 1)])
 
 
 def job_cpus() -> int | None:
-    """How many CPUs this process may use (the job's): its affinity mask, never os.cpu_count(); None where the
-    system keeps no mask."""
+    """The CPUs this process (the job) may use: its affinity mask, never os.cpu_count(); None without a mask."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -53,8 +49,8 @@ def job_cpus() -> int | None:
 
 
 def hold_process(cpus: set[int]) -> None:
-    """Every thread of this process (and what it forks later) onto `cpus`, as a job given them has its
-    threads: sched_setaffinity(0) moves only the calling thread, and torch's pool stayed where it was."""
+    """Every thread of this process (and its later forks) onto `cpus`, as a job given them has its threads:
+    sched_setaffinity(0) moves only the calling thread, and torch's pool stayed where it was."""
     for task in os.listdir("/proc/self/task"):
         try:
             os.sched_setaffinity(int(task), cpus)

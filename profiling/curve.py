@@ -1,11 +1,9 @@
 """The measured loader curve as data: read and write its JSON, and pick num_workers from it.
 
-Pure functions, no torch: the report reads a curve that `profiling run` (or `profiling loader --hold-ms`)
-measured earlier, maybe on another machine. The curve is paced: each batch was held for the loop's step,
-so it says what such a loop gets, hand-over included. `choose_workers` picks the fewest workers that keep
-that loop fed. A curve timed alone (each batch taken at once, from older versions) is shown, not advised
-from: what workers deliver alone is not what a loop beside them gets, and the margin that bridged the two
-is retired (docs/profiling-model.md).
+Pure functions, no torch: the report reads a curve `profiling run` (or `loader --hold-ms`) measured earlier, maybe
+elsewhere. Paced (each batch held for the loop's step), it says what such a loop gets, hand-over included;
+`choose_workers` picks the fewest workers that keep it fed. A curve timed alone (older versions) is shown, not advised
+from: what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md).
 """
 from __future__ import annotations
 
@@ -17,9 +15,8 @@ from pathlib import Path
 
 from profiling.records import CurvePoint, LoaderCurve, ProfileError
 
-# The fallback's constants (docs/profiling-model.md, "the fallback"): a k is fed when it reaches FED_SHARE
-# of the held rate, or settles within LEVEL of its own level once near it; then PACED_SLACK workers more,
-# because the hold is the traced step, longer than the real one.
+# The fallback's constants (docs/profiling-model.md): a k is fed when it reaches FED_SHARE of the held rate, or settles
+# within LEVEL of its own level once near it; then PACED_SLACK more, as the hold (the traced step) is too long.
 FED_SHARE = 1 / 1.05
 PACED_SLACK = 2
 LEVEL = 0.02
@@ -43,8 +40,7 @@ class CurveChoice:
 
 
 def rate_at(points: list[CurvePoint], workers: int) -> float:
-    """Batches/s at `workers`, linear between the measured points with k >= 1 (the curve's shape
-    between them is not known; linear is the plain guess and is exact at the measured points)."""
+    """Batches/s at `workers`, linear between the measured points with k >= 1 (the plain guess, exact at them)."""
     pts = sorted((p for p in points if p.workers >= 1), key=lambda p: p.workers)
     for lo, hi in zip(pts, pts[1:]):
         if lo.workers <= workers <= hi.workers:
@@ -54,15 +50,13 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 
 
 def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_SHARE) -> CurveChoice | None:
-    """The fewest workers (<= worker_cap, 0 counted like any k) whose rate is at least `fed_share` / hold, or
-    whose loop slept for batches under 1 / fed_share - 1 of each held step (k >= 1, measured points), or within
-    LEVEL of where the curve settles from k up, once some k comes within LEVEL of that; then PACED_SLACK more
-    when that is one or more (within the worker cap: the slack is a rule, not a reading of the curve).
-
-    When none within the cap is fed: CPU-capped if the curve reaches the target above the cap or was still
-    rising at its last step (more CPUs would help), else the loader cannot keep up at any k and the advice is
-    the fewest workers within FLAT of the best the cap allows. None for a curve timed alone, and when the
-    curve stops short of the cap (measured on fewer CPUs) while still rising: then only an estimate remains."""
+    """The fewest workers (<= worker_cap, 0 counted like any k) whose rate is at least `fed_share` / hold, or whose
+    loop slept for batches under 1 / fed_share - 1 of each held step (k >= 1, measured points), or within LEVEL of
+    where the curve settles from k up, once some k comes within LEVEL of that; then PACED_SLACK more when that is
+    one or more (within the cap: the slack is a rule, not a reading of the curve). When none within the cap is fed:
+    CPU-capped if the curve reaches the target above the cap or still rose at its last step (more CPUs would help),
+    else the loader cannot keep up and the advice is the fewest workers within FLAT of the best the cap allows. None
+    for a curve timed alone, or one short of the cap (fewer CPUs) and still rising: then only an estimate remains."""
     if curve.hold_ms <= 0:
         return None
     target = fed_share / (curve.hold_ms / 1e3)
@@ -78,8 +72,8 @@ def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_S
         return CurveChoice(0, target, zero, best, best_k, top, False, False)
 
     def waited_share(k: int) -> float:
-        """The measured point's sleep for batches per held step (inf where not measured): a slow hand-over on
-        a busy CPU lowers the rate, but only a late batch makes the loop sleep, and only that more workers fix."""
+        """The point's sleep for batches per held step (inf unmeasured): a slow hand-over on a busy CPU lowers the
+        rate, but only a late batch makes the loop sleep, and only that more workers fix."""
         point = next((p for p in positive if p.workers == k and p.waited_s is not None and p.batches), None)
         return math.inf if point is None else point.waited_s / point.batches / (curve.hold_ms / 1e3)
 

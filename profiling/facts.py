@@ -1,13 +1,11 @@
 """Stage 0 of the advice: which CPUs and GPUs the profiled job had, and what the node could give.
 
-Never `os.cpu_count()`: on a cluster node it counts every core of the machine (dozens), not the
-few this job may use, and advice built on it would ask for CPUs the job does not have.
-The order of trust is: a flag the user typed, then what `run` recorded inside the job
-(`<stem>.meta.json`), then the Slurm environment, then the affinity mask of this process.
+Never `os.cpu_count()`: on a cluster node it counts every core of the machine, not the few this job may use, and
+advice built on it would ask for CPUs the job does not have. Trusted in order: a flag the user typed, what `run`
+recorded inside the job (`<stem>.meta.json`), the Slurm environment, this process's affinity mask.
 
-The node's cores per GPU (the ceiling for `--cpus-per-task` on a GPU node) is read from
-`scontrol show node`, because no job environment variable holds it: `SLURM_CPUS_ON_NODE` is the
-CPUs *allocated* to the job on the node, which is what we already know, not the node's size.
+The node's cores per GPU (the ceiling for `--cpus-per-task`) comes from `scontrol show node`: no job variable holds it
+(`SLURM_CPUS_ON_NODE` is the CPUs *allocated* to the job on the node, not the node's size).
 """
 from __future__ import annotations
 
@@ -121,8 +119,7 @@ def _nvml_gpus() -> int | None:
 def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int | None = None,
               cores_per_gpu: int | None = None, meta: Mapping[str, Any] | None = None,
               environment: Environment | None = None, loader: Mapping[str, Any] | None = None) -> JobFacts:
-    """Merge flags, the script's own DataLoader (`profiling.capture`), run metadata and the environment
-    into the facts the advice is computed from."""
+    """Merge flags, the script's DataLoader (`profiling.capture`), run metadata and the environment into JobFacts."""
     meta, loader, environment = meta or {}, loader or {}, environment or Environment()
     built_at = loader.get("built_at")
     said: list[str] = []

@@ -1,9 +1,8 @@
 """One self-contained HTML page for a report: advice, phases, plots and the line table.
 
-Why one file with the plots inlined as base64 data URIs: learners copy the page off a cluster
-with scp or open it from a Jupyter file browser, and a page that needs sibling files breaks
-the moment it is moved. Every piece of text that came from a profile (source lines, file
-names, reasons) is escaped, because a source line such as `if a < b:` is not HTML.
+Why one file with the plots inlined as base64 data URIs: learners copy the page off a cluster or open it from a
+Jupyter file browser, and a page that needs sibling files breaks once moved. All text from a profile (source lines,
+file names, reasons) is escaped: a source line such as `if a < b:` is not HTML.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Ctrl-C in the profiled process: never lost while a DataLoader starts its workers.
 
-Why: starting a worker forks, and Python runs its fork hooks (logging's lock release among them) right after.
-A Ctrl-C that lands there raises KeyboardInterrupt inside a hook, where Python prints "Exception ignored" and
-drops it: the loop goes on. Trials (profiling.trials) start workers often, and under load CI saw exactly that
-(the run stopped only when killed). So every loader call the hook makes (`guarded`) ends in KeyboardInterrupt
-if a Ctrl-C arrived during it, whether or not the first one got through.
+Why: starting a worker forks, and Python runs its fork hooks (logging's lock release among them) right after. A
+Ctrl-C there raises KeyboardInterrupt inside a hook, where Python prints "Exception ignored" and drops it: the loop
+goes on. Trials start workers often, and under load CI saw exactly that (the run stopped only when killed). So every
+loader call the hook makes (`guarded`) ends in KeyboardInterrupt if a Ctrl-C arrived during it.
 """
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ _seen = False       # a Ctrl-C arrived at all (loader_curve then skips its measu
 
 
 def install() -> None:
-    """Note every Ctrl-C before Python's own handler raises it; only over Python's default handler,
-    so a script that installs its own SIGINT handler keeps its own behaviour."""
+    """Note every Ctrl-C before Python's default handler raises it (a script's own SIGINT handler is left alone)."""
     previous = signal.getsignal(signal.SIGINT)
     if previous is not signal.default_int_handler:
         return
@@ -42,8 +40,8 @@ def seen() -> bool:
 
 
 def guarded(call: Callable[..., T], *args: Any) -> T:
-    """`call(*args)`, raising KeyboardInterrupt at its end if a Ctrl-C arrived during it and was
-    swallowed on the way (a fork hook); one that got through is raised once, as usual."""
+    """`call(*args)`, raising KeyboardInterrupt at its end if a Ctrl-C arrived during it and was swallowed on the way
+    (a fork hook); one that got through is raised once, as usual."""
     global _depth, _pending
     if _depth == 0:
         _pending = False

@@ -1,11 +1,9 @@
 """The process `dlkit-prof run` profiles in: kernprof, minus tracing in forked DataLoader workers.
 
-Why: a DataLoader worker is a fork of the profiled process, so it inherits the line tracer (legacy trace on
-Python <= 3.11, a process-wide `sys.monitoring` LINE event on 3.12+). Nothing it does is recorded, yet every
-line of its image decoding pays the tracer's cost: on an H100 a num_workers=1 epoch ran 2.2x slower under the
-profiler, inflating the very data wait the report measures. So tracing is turned off in each forked child.
-
-Usage (what `profiling.runner.kernprof_command` builds): python -m profiling.kernprof_entry KERNPROF-ARGS...
+Why: a DataLoader worker is a fork of the profiled process and inherits the line tracer (legacy trace on <= 3.11, a
+process-wide `sys.monitoring` LINE event on 3.12+). Nothing it does is recorded, yet every line pays the tracer's cost:
+on an H100 a num_workers=1 epoch ran 2.2x slower, inflating the very data wait the report measures. So tracing is
+off in each forked child. Usage (`runner.kernprof_command`): python -m profiling.kernprof_entry KERNPROF-ARGS...
 """
 from __future__ import annotations
 

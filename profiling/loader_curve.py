@@ -1,16 +1,15 @@
 """Measure the loader curve: the script's own DataLoader timed with k workers on the job's CPUs, each batch held.
 
-Why measure: the profile sees only the main process, so without a curve the workers' speed is inferred
-from the loop's wait, with a fudge factor that a new machine breaks. Timing the real loader (same dataset,
-sampler, collate function, batch size, pin_memory) at k = 0, 1, 2, 3, 4, 6, 8, ... workers takes seconds
-and no GPU. Each batch is held for the loop's compute before the next is asked for (a paced curve), so the
+Why measure: the profile sees only the main process, so without a curve the workers' speed is inferred from the loop's
+wait, with a fudge factor a new machine breaks. Timing the real loader at k = 0, 1, 2, 3, 4, 6, 8, ... workers takes
+seconds and no GPU. Each batch is held for the loop's compute before the next is asked for (a paced curve), so the
 hand-over to a busy loop is measured; `profiling.curve.choose_workers` turns it into advice.
 
 Two ways in, both through profiling.capture's hook on the script's DataLoaders:
-  * `profiling run` sets DLPROF_CURVE when the run was too short to try worker counts in its own loop: the
-    loader is measured at exit (after kernprof has its numbers), held for the loop's own compute per batch;
-  * `profiling loader --hold-ms MS -- SCRIPT ARGS` (`main`) runs the script only until its first loader has
-    given a few batches, then measures it: the curve without training.
+  * `profiling run` sets DLPROF_CURVE when the run was too short to try worker counts in its own loop: the loader is
+    measured at exit (after kernprof has its numbers), held for the loop's own compute per batch;
+  * `profiling loader --hold-ms MS -- SCRIPT ARGS` (`main`) runs the script until its first loader has given a few
+    batches, then measures it: the curve without training.
 """
 from __future__ import annotations
 
@@ -91,10 +90,9 @@ def worker_ladder(cpus: int, gpus: int, pin_memory: bool | None = None) -> list[
 
 
 def hold(seconds: float) -> float:
-    """Keep the main process busy for `seconds` the way a training step does: one core running small
-    torch ops, each of which lets go of the GIL while it runs (a Python spin would hold the GIL, and
-    sleeping would free the core; a GPU loop launching kernels does neither). Returns the overshoot:
-    on a busy core the process can be off the CPU when the time is up, and comes back late."""
+    """Keep the main process busy for `seconds` as a training step does: one core running small torch ops, each
+    releasing the GIL (a Python spin would hold the GIL, sleeping would free the core; a GPU loop does neither).
+    Returns the overshoot: on a busy core the process can be off the CPU when the time is up."""
     import torch
 
     end = time.perf_counter() + seconds
@@ -105,9 +103,8 @@ def hold(seconds: float) -> float:
 
 
 def asleep_seconds() -> float | None:
-    """Seconds this thread has been alive but neither running nor waiting for a CPU: asleep, which in a
-    loop that only computes and asks for batches means waiting for the loader. Linux's per-thread
-    schedstat gives the time spent waiting for a CPU; None elsewhere."""
+    """Seconds this thread was neither running nor waiting for a CPU: asleep, which in a loop that only computes and
+    asks for batches means waiting for the loader. From Linux's per-thread schedstat; None elsewhere."""
     try:
         with open("/proc/thread-self/schedstat", encoding="ascii") as stat:
             ready = int(stat.read().split()[1]) / 1e9
@@ -118,11 +115,10 @@ def asleep_seconds() -> float | None:
 
 def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
                 max_batches: int = MAX_BATCHES, hold_s: float = 0.0) -> CurvePoint | None:
-    """Batches per second with `workers` workers in steady state; None when too few batches come.
-    With `hold_s`, each batch is held that long (a late hold is made up on the next): the rate a loop
-    with that compute per batch would get, and how long the main process slept for batches (`waited_s`),
-    which tells a hand-over waiting for a CPU (more workers cannot fix it) from a slow loader.
-    Start-up is left out: the first batch and the k x prefetch_factor built meanwhile (counted, they put
+    """Batches per second with `workers` workers in steady state; None when too few batches come. With `hold_s`, each
+    batch is held that long (a late hold made up on the next): the rate such a loop gets, and how long the main
+    process slept for batches (`waited_s`), which tells a hand-over waiting for a CPU (no worker fixes it) from a
+    slow loader. Start-up is left out: the first batch and the k x prefetch_factor built meanwhile (counted, they put
     14 workers up to 20 % above what they sustain on an H100); a loader too short for that is timed whole."""
     backlog = workers * (spec.prefetch_factor or 2) if workers > 0 else 0
     iterator = iter(spec.build(workers))
@@ -155,10 +151,8 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
 def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: float = SECONDS,
                   max_batches: int = MAX_BATCHES, log: Any = sys.stderr, gpus: int = 0,
                   hold_s: float = 0.0) -> LoaderCurve:
-    """Time the loader at each k in `workers`, one after the other, each held to the CPUs a job with
-    k workers would ask for (the kit's CPU rule, the first of this process's CPUs), as the sweep is:
-    the curve then says what `--cpus-per-task` for k would deliver, not what the whole node would.
-    `hold_s` > 0 paces it: each batch is held as the loop would hold it (see `time_loader`)."""
+    """Time the loader at each k in `workers`, held to the CPUs a job with k workers would ask for, as the sweep is:
+    the curve says what `--cpus-per-task` for k delivers, not the node. `hold_s` > 0 paces it (see `time_loader`)."""
     points = []
     mask = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
@@ -209,8 +203,7 @@ class _CurveHook:
 
     @staticmethod
     def loop_hold_ms(entry: Mapping[str, Any]) -> float:
-        """The loop's own compute per batch, in ms, to hold each batch for; 0 (no curve, said) when the
-        loop ran too few steps for the hook to time it."""
+        """The loop's compute per batch in ms, to hold each batch for; 0 (no curve, said) when too few steps ran."""
         step = capture.loop_step(entry)
         if step is None:
             print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
@@ -233,8 +226,7 @@ class _CurveHook:
             print(f"loader curve: not needed: the run's own loop was timed untraced ({tried})", file=sys.stderr)
             return
         seen, cap.max_batches, cap.set_workers = len(cap.loaders), None, None  # our loaders are not the script's
-        # the training loop's loader: the one whose loop took the most time (an evaluation loader can
-        # give more, smaller batches), then the one that gave the most batches
+        # the training loader: whose loop took longest (an eval loader may give more, smaller ones), then most batches
         entry, spec = max(self.specs, key=lambda pair: (pair[0].get("loop_seconds") or 0.0,
                                                         pair[0].get("batches") or 0))
         if self.paced_by_loop:
@@ -244,9 +236,8 @@ class _CurveHook:
         gpus, cpus = visible_gpus(), job_cpus() or 1
         print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
               f"per setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
-        # torch's own exit hook (registered when the script imported torch, so it ran before this one)
-        # has marked the interpreter as exiting, and then an iterator's _shutdown_workers does nothing:
-        # its workers live on and a later iterator at the same address fails in _set_worker_pids.
+        # torch's exit hook (registered on the script's import, so it ran first) marked the interpreter as exiting;
+        # then _shutdown_workers does nothing and a later iterator at the same address fails in _set_worker_pids.
         from torch.utils.data import _utils as loader_utils
 
         exiting, loader_utils.python_exit_status = loader_utils.python_exit_status, False
@@ -272,8 +263,7 @@ def install(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m profiling.loader_curve SCRIPT ARGS`: run the script, hooked, until its loader has
-    given a few batches, then measure the curve (DLPROF_CURVE and DLPROF_LOADERS name the files)."""
+    """`python -m profiling.loader_curve SCRIPT ARGS`: run it, hooked, until its loader gave a few batches; measure."""
     install()
     return capture.main(argv)
 
@@ -283,8 +273,7 @@ if __name__ == "__main__":
 
 
 def loader_command(args: Any) -> int:
-    """`profiling loader --hold-ms MS -- SCRIPT ARGS` (see the module's docstring): writes `<stem>.curve.json`
-    and `.png` into --output-dir."""
+    """`profiling loader --hold-ms MS -- SCRIPT ARGS`: writes `<stem>.curve.json` and `.png` into --output-dir."""
     if problem := script_problem(args.command[0]):
         raise ProfileError(problem)
     out_dir = Path(args.output_dir)

@@ -1,11 +1,10 @@
 """Stage 1: load a `.lprof` file safely and normalise it to a `LineProfile`.
 
-A `.lprof` is a pickle, and unpickling runs whatever the file asks for; reports are often made from files
-someone else sent. So the only global this unpickler builds is a class named `LineStats` (line_profiler
-3.x/4.x pickle it from `line_profiler._line_profiler`, 5.x from `line_profiler.line_profiler`), mapped onto
-an inert stand-in, plus a few data-only builtins; anything else (`os.system`, `builtins.eval`...) is refused
-before it can be called. line_profiler itself is not needed. Every way a file can be wrong becomes a
-`ProfileError` with one line a learner can act on.
+A `.lprof` is a pickle, and unpickling runs whatever the file asks for; reports are often made from files someone
+else sent. So this unpickler builds only a class named `LineStats` (3.x/4.x pickle it from
+`line_profiler._line_profiler`, 5.x from `line_profiler.line_profiler`), as an inert stand-in, and a few data-only
+builtins; anything else (`os.system`, `builtins.eval`...) is refused before it can be called. line_profiler itself
+is not needed. Every way a file can be wrong becomes a `ProfileError` with one line a learner can act on.
 """
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ MAX_BYTES = 512 * 1024 * 1024
 
 
 class _LineStatsState:
-    """Inert stand-in for any version's `LineStats`: pickle's BUILD fills in its `__dict__`. It keeps
-    constructor arguments too, in case a writer pickled `LineStats(timings, unit)` through a reduce call."""
+    """Inert stand-in for any version's `LineStats`: BUILD fills its `__dict__`; it keeps constructor arguments too."""
 
     def __init__(self, timings: Any = None, unit: Any = None) -> None:
         if timings is not None:
@@ -100,10 +98,9 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
 
 
 def _memo_index_past_the_data(data: bytes) -> str | None:
-    """Why: CPython's unpickler grows its memo table to any index a PUT names before it stores there, so
-    one flipped byte (a LONG_BINPUT of 778,987,873) made it zero 6 GB and spend 12 s. A pickle stores at
-    most one memo entry per byte, so a larger index is corruption. Other faults are left to the
-    unpickler, which words them as before."""
+    """Why: CPython's unpickler grows its memo table to any index a PUT names, so one flipped byte (a LONG_BINPUT of
+    778,987,873) made it zero 6 GB and spend 12 s. A pickle stores at most one memo entry per byte, so a larger index
+    is corruption. Other faults are left to the unpickler."""
     try:
         for op, arg, pos in pickletools.genops(data):
             if op.name in _MEMO_OPS and isinstance(arg, int) and arg > len(data):
@@ -127,9 +124,8 @@ def _is_count(value: Any) -> bool:
 
 
 def _check_timings(timings: Any, where: str) -> dict[tuple[str, int, str], list[tuple[int, int, int]]]:
-    """Check the `{(file, first_line, name): [(line, hits, ticks), ...]}` shape, line by line. Empty line
-    lists (functions that never ran, or `kernprof -z`) are kept; a profile with no recorded line at all is
-    an error, because there is nothing to report."""
+    """Check the `{(file, first_line, name): [(line, hits, ticks), ...]}` shape, line by line. Empty line lists (never
+    ran, or `kernprof -z`) are kept; a profile with no recorded line at all is an error: nothing to report."""
     if not isinstance(timings, dict):
         raise ProfileError(f"{where}: LineStats has no 'timings' table (got {type(timings).__name__})")
     clean: dict[tuple[str, int, str], list[tuple[int, int, int]]] = {}

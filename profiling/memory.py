@@ -1,9 +1,8 @@
 """How much memory processes hold on their own, and how much this job may still take (Linux /proc and cgroups).
 
-Why: the trials keep every tried count's DataLoader workers alive, and a forked worker copies what it
-touches of the dataset. On this kit's 2-core machine an idle worker over a list of 1.28 million (path,
-label) pairs held 237 MB of its own after an epoch, 22 MB over 60,000. Kept for 47 workers, such a list
-can pass a Slurm job's --mem, so the trials check before they start more workers.
+Why: the trials keep every tried count's workers alive, and a forked worker copies what it touches of the dataset. An
+idle worker over 1.28 million (path, label) pairs held 237 MB of its own after an epoch, 22 MB over 60,000; for 47
+workers that can pass a Slurm job's --mem, so the trials check before they start more workers.
 """
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def private_mb(pids: list[int]) -> float:
 
 
 def memory_left_mb() -> float:
-    """What this process may still take, in MB: the host's MemAvailable, or less where a cgroup above it (a
-    Slurm job's --mem, cgroup v1 or v2) is nearer its limit."""
+    """MB this process may still take: MemAvailable, or less where a cgroup above it (a job's --mem) has less left."""
     left = math.inf
     with suppress(OSError, StopIteration):
         meminfo = Path("/proc/meminfo").read_text().splitlines()

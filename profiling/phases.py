@@ -1,13 +1,11 @@
 """Stage 3: say which phase of a training step each profiled line belongs to, and find the loop.
 
-Lines are classified from the parsed source (`ast`), not regular expressions on the text: a statement over
-several lines gets one phase, `for` headers are told apart from their bodies' calls, and a comment that
-mentions `backward` changes nothing. Names still matter (`model(...)` is the forward pass), so the name
-patterns are kept in one place below where a reader can extend them.
+Lines are classified from the parsed source (`ast`), not regular expressions: a statement over several lines gets one
+phase, `for` headers are told apart from their bodies' calls, and a comment that mentions `backward` changes nothing.
+Names still matter (`model(...)` is the forward pass); their patterns are below, in one place, to extend.
 
-The data-wait line is the header of the loop that pulls batches: a `for` whose iterable names a loader
-(`train_loader`, `enumerate(loader)`, `tqdm(dataloader)`), else the innermost `for` whose body calls
-`.backward()` or `optimizer.step()`.
+The data-wait line is the header of the loop that pulls batches: a `for` whose iterable names a loader (`train_loader`,
+`enumerate(loader)`, `tqdm(dataloader)`), else the innermost `for` whose body calls `.backward()` or `optimizer.step()`.
 """
 from __future__ import annotations
 
@@ -136,15 +134,13 @@ def _lines(node: ast.stmt) -> range:
 
 
 def _iterators(func: ast.AST) -> set[str]:
-    """Names the function binds to `iter(...)` (`it = iter(loader)`, `self.batches = iter(dl)`): what `next`
-    pulls from them is a batch, however they are named."""
+    """Names bound to `iter(...)` (`it = iter(loader)`): what `next` pulls from them is a batch, whatever the name."""
     return {ast.unparse(target) for node in ast.walk(func) if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", "") for target in node.targets}
 
 
 def _pulls(node: ast.AST, iterators: set[str]) -> bool:
-    """Does the statement call `next` on one of the function's iterators, or start one (which starts the
-    loader's workers, as a `for` header over the loader does)?"""
+    """Does the statement call `next` on one of the function's iterators, or start one (starting the workers)?"""
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", ""):
         return any(ast.unparse(target) in iterators for target in node.targets)
     return any(isinstance(call, ast.Call) and _callee(call) == ("next", "") and call.args
@@ -157,8 +153,8 @@ def _phase(node: ast.AST, iterators: set[str]) -> str:
 
 
 def _pulled(body: list[ast.stmt], iterators: set[str]) -> list[ast.stmt]:
-    """The simple statements of a loop's body that wait for a batch, also inside `try:` (the step-based loop
-    that starts a new iterator on StopIteration) and `with` blocks."""
+    """The simple statements of a loop's body that wait for a batch, also inside `try:` (a step-based loop that
+    starts a new iterator on StopIteration) and `with` blocks."""
     found: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, ast.Try):
@@ -190,9 +186,8 @@ def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef
 
 def classify_function(source: str | ast.AST, file: str, first_line: int,
                       name: str) -> tuple[dict[int, str], list[LoaderLoop]]:
-    """Phase of every line of one function, and the loader loops in it. `source` is the module's text or
-    its parsed tree (parse once per file when there are many functions, as with `kernprof -p`); SyntaxError
-    for text that does not parse."""
+    """Phase of every line of one function, and its loader loops. `source` is the module's text or its parsed tree
+    (parsed once per file, for `kernprof -p`'s many functions); SyntaxError for text that does not parse."""
     tree = ast.parse(source) if isinstance(source, str) else source
     func = _find_function(tree, first_line, name)
     if func is None:
@@ -279,8 +274,8 @@ def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
     body = rows[(rows["line"] >= loop.body_start) & (rows["line"] <= loop.body_end)
                 & ~rows["line"].isin(loop.header)]
     header_hits = int(header["hits"].max()) if len(header) else 0
-    # The first body line runs once per batch in every line_profiler version; the header runs one
-    # extra time per loop start in most versions (not in 4.0.0), so it is only a fallback.
+    # The first body line runs once per batch in every line_profiler version; the header once more per loop start
+    # in most (not 4.0.0), so it is only a fallback.
     batches = _hits(rows, loop.body_start) or max(header_hits - 1, 0) or header_hits
     entries = _hits(rows, loop.function_start) or None
     return LoopSummary(file=loop.file, function=loop.function, header_line=loop.header[0], batches=batches,
@@ -298,10 +293,9 @@ def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary |
 
 
 def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
-    """The training loop as the DataLoader hook timed it, for a loop no profiled line shows (a framework's
-    trainer, or code the classifier cannot read): where its loader was iterated, and the traced part's wait
-    and compute. Only where the run timed that loop untraced, so the advice rests on the measurement.
-    `function` is "": its lines were not profiled."""
+    """The training loop as the DataLoader hook timed it, for a loop no profiled line shows (a framework's trainer):
+    where its loader was iterated, the traced part's wait and compute. Only where the run timed that loop untraced,
+    so the advice rests on the measurement. `function` is "": its lines were not profiled."""
     traced = (trials or {}).get("traced") or {}
     if not loaders or (trials or {}).get("status") not in ("tried", "compute-bound") or traced.get("steps", 0) < 1:
         return None
@@ -315,9 +309,8 @@ def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
 
 
 def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
-    """Seconds, % and ms per batch of each phase, over the function that holds the training loop: that keeps
-    "per batch" honest when other functions (an eval loop, helpers) were profiled too. Without a loop every
-    profiled line counts and per-batch is empty."""
+    """Seconds, % and ms per batch of each phase, over the training loop's function, so "per batch" stays honest when
+    others (an eval loop, helpers) were profiled too. Without a loop every line counts and per-batch is empty."""
     import pandas as pd
 
     whole = loop is None or not loop.function  # no loop, or one no profiled line shows (hooked_loop)

@@ -1,8 +1,7 @@
 """PNG plots of a report: time per line, the phase breakdown, and utilisation over time.
 
-Why PNG files and not only the HTML page: a learner on a login node can copy a PNG back to a
-laptop or paste it into a ticket. The figures use matplotlib's object API with the Agg canvas,
-so no display and no global pyplot state are involved (safe inside batch jobs and tests).
+Why PNG files and not only the HTML page: a learner on a login node can copy a PNG back to a laptop or paste it into a
+ticket. matplotlib's object API with the Agg canvas: no display, no global pyplot state (safe in batch jobs and tests).
 """
 from __future__ import annotations
 
@@ -25,17 +24,15 @@ PHASE_COLOURS: dict[str, str] = dict(zip(PHASES, (
 
 
 def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
-    """A figure attached to the Agg canvas, independent of pyplot. This module's own figures pass
-    layout=None and are placed by `_save`: constrained layout re-measures every tick, about 0.1 s a figure."""
+    """A figure on the Agg canvas, no pyplot. Ours use layout=None and `_save`: constrained layout took ~0.1 s each."""
     fig = Figure(figsize=(width, height), dpi=100, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
 
 def _save(fig: Figure, path: Path, hspace: float = 0.15) -> Path:
-    """Margins sized from the measured texts at the figure's edges (tick labels, axis labels, title), so
-    nothing clips whatever the labels or fonts; the draw reuses these measurements from matplotlib's
-    text cache. PNG compression level 1: lossless, ~10 ms less a figure, files ~20 % bigger."""
+    """Margins sized from the measured texts at the figure's edges, so nothing clips whatever the labels or fonts (the
+    draw reuses the measurements). PNG compression level 1: lossless, ~10 ms less a figure, files ~20 % bigger."""
     renderer = fig.canvas.get_renderer()
 
     def extent(texts: list[Text], i: int) -> float:  # widest (i=0) or tallest (i=1) shown text, pixels
@@ -113,8 +110,7 @@ def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
 
 
 def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = None) -> Path:
-    """Batches/s against num_workers, measured; with the advice's numbers, the loop's compute rate,
-    the target (the fed share of 1 / hold) and the chosen k are marked."""
+    """Batches/s against num_workers; with the advice's numbers, the compute rate, target and chosen k marked."""
     points = sorted(curve.points, key=lambda p: p.workers)
     fig = new_figure(7, 4, layout=None)
     ax = fig.add_subplot()
@@ -138,9 +134,8 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
 
 
 def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:
-    """Write the report's PNGs as `<stem>.<kind>.png`; returns the paths written. Each figure is drawn
-    in a forked process where the job has CPUs to spare: drawing is most of what `run` adds after the
-    script ends (about 0.4 s a figure), and the job is waiting for it."""
+    """Write the report's PNGs as `<stem>.<kind>.png`; returns the paths. Each is drawn in a forked process where the
+    job has CPUs to spare: drawing (about 0.4 s a figure) is most of what `run` adds after the script ends."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs: list[tuple] = []

@@ -1,12 +1,9 @@
 """Before `run` starts anything: can a training loop be reached in what will be profiled?
 
-Why: without a loop in a profiled function the whole job runs first and only then ends in "the
-profile is empty", a wasted job on a cluster. A loop found nowhere in the script or its own modules is
-not refused where the script names a DataLoader (a framework's trainer, say): the run times it through
-that. This reads the source (never imports or runs it, so it takes well under a second) and finds the
-loops the report would find, with the same rules as `profiling.phases`. What will be profiled: the
-script's `@profile` functions when it has any, else every function of the script (kernprof's
-auto-profiling), plus the modules named with `--module`.
+Why: without a loop in a profiled function the whole job runs first and only then ends in "the profile is empty", a
+wasted job on a cluster. A script with no loop found that names a DataLoader (a framework's trainer) is not refused:
+the run times it through that. This reads the source (never runs it: well under a second) and finds the loops the
+report would, by `profiling.phases`' rules, in the `@profile` functions (else every function) and `--module`s.
 """
 from __future__ import annotations
 
@@ -81,8 +78,8 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
 
 
 def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) -> str | None:
-    """One line saying why no training loop will be profiled and what to pass; None when one will be, or when
-    the script names a DataLoader that another's code iterates (a framework's trainer: timed through it)."""
+    """One line saying why no training loop will be profiled and what to pass; None when one will be, or the script
+    names a DataLoader that another's code iterates (timed through it)."""
     path = Path(script)
     roots = [path.parent, Path.cwd()]
     if loops_in(path, decorated_only):
@@ -108,8 +105,7 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
 
 
 def worker_flag(script: Path) -> str | None:
-    """The script's own option for DataLoader workers (`-j/--workers` -> `--workers`), read from its
-    `add_argument` calls; None when it has none (then the edit names the DataLoader's line)."""
+    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls, else None."""
     tree = parse_script(script)
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
@@ -120,8 +116,7 @@ def worker_flag(script: Path) -> str | None:
 
 
 def takes_metrics_json(script: Path) -> bool:
-    """The kit's own scripts declare `--metrics-json` (and the kit's other flags); any other script,
-    the kit's imitations of other people's styles included, is one the kit did not write."""
+    """The kit's own scripts declare `--metrics-json`; any other (its imitations of others' styles too) is not."""
     try:
         return "--metrics-json" in script.read_text(encoding="utf-8")
     except (OSError, ValueError):

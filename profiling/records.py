@@ -1,7 +1,5 @@
-"""Plain data shared by the pipeline's stages.
-
-Kept apart from the stages so that any stage can import it without importing another stage
-(no cycles), and so a reader sees the whole data model in one screen.
+"""Plain data shared by the pipeline's stages: apart from them, so that any stage can import it without importing
+another (no cycles), and a reader sees the whole data model in one screen.
 """
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # annotations only: the job checker imports this module and must start fast
     import pandas as pd
 
-# Phase labels, in the order a training step runs them. `data_wait` is the time spent on the
-# `for ... in loader` header: the main process waiting for the next batch.
+# Phase labels, in a training step's order. `data_wait`: the `for ... in loader` header, waiting for the next batch.
 PHASES: tuple[str, ...] = ("data_wait", "host_to_device", "forward", "loss", "backward", "optimizer",
                            "logging_sync", "other")
 
@@ -28,11 +25,8 @@ class ProfileError(ValueError):
 
 @dataclass(frozen=True)
 class LineProfile:
-    """What a .lprof holds, whatever line_profiler version wrote it.
-
-    timings: {(filename, first_lineno, function_name): [(lineno, hits, ticks), ...]}
-    unit:    seconds per tick (1e-6 for 3.x files, 1e-9 for 4.x/5.x)
-    """
+    """What a .lprof holds, whatever line_profiler version wrote it. timings: {(filename, first_lineno, function_name):
+    [(lineno, hits, ticks), ...]}; unit: seconds per tick (1e-6 for 3.x files, 1e-9 for 4.x/5.x)."""
 
     timings: dict[tuple[str, int, str], list[tuple[int, int, int]]]
     unit: float
@@ -182,10 +176,8 @@ class Advice:
 
 @dataclass(frozen=True)
 class LoopSummary:
-    """The training loop the advice is about, as measured in the profile. `wait_seconds` is the time on the
-    `for ... in loader` header: the main process waiting for the next batch. `compute_seconds` is the rest of
-    the loop body (copy, forward, loss, backward, step, logging) taken together, so it does not matter onto
-    which of those lines asynchronous CUDA work happened to be charged."""
+    """The training loop the advice is about, as profiled. `wait_seconds`: the `for ... in loader` header (waiting for a
+    batch); `compute_seconds`: the rest of the body together, whichever line asynchronous CUDA work was charged to."""
 
     file: str
     function: str

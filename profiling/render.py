@@ -1,6 +1,5 @@
-"""Stage 5: the report as terminal text, Markdown, JSON or CSV (HTML lives in `profiling.html`).
-
-Renderers only format what `build_report` computed, so the text, Markdown, JSON and HTML can never disagree.
+"""Stage 5: the report as terminal text, Markdown, JSON or CSV (HTML: `profiling.html`). Renderers only format what
+`build_report` computed, so the text, Markdown, JSON and HTML can never disagree.
 """
 from __future__ import annotations
 

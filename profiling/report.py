@@ -1,7 +1,6 @@
-"""The pipeline in one place: .lprof -> table -> phases -> facts -> advice -> `Report` -> files.
-
-`build_report` only reads; `write_report` only writes. `profiling.plots` and `profiling.html` are imported
-when needed, so that a missing plotting stack costs the pictures, not the report.
+"""The pipeline in one place: .lprof -> table -> phases -> facts -> advice -> `Report` -> files. `build_report` only
+reads; `write_report` only writes. `profiling.plots` and `profiling.html` are imported when needed, so that a missing
+plotting stack costs the pictures, not the report.
 """
 from __future__ import annotations
 
@@ -85,8 +84,8 @@ def profiled_script(meta: dict[str, Any]) -> Path | None:
 
 
 def is_kit_script(script: Path) -> bool:
-    """One of the kit's own scripts, whose flags the hints may name: inside the kit, outside its tests, taking
-    `--metrics-json` (benchmarks/styles imitate users' scripts, and get their edits)."""
+    """One of the kit's own scripts, whose flags the hints may name: in the kit, not its tests, taking `--metrics-json`
+    (benchmarks/styles imitate users' scripts, and get their edits)."""
     return KIT_ROOT in script.parents and "tests" not in script.relative_to(KIT_ROOT).parts \
         and takes_metrics_json(script)
 

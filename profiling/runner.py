@@ -1,9 +1,8 @@
 """`dlkit-prof run`: profile a script with kernprof, keep its exit code, then write the report.
 
-Why a wrapper and not plain `kernprof -l`: kernprof writes `script.py.lprof` into whatever directory you are
-in, crashes at the very end when an `-o` directory is missing (after the whole training run), and lets a
-user's pyproject.toml change its options. The wrapper fixes the name (the Slurm job id inside a job), creates
-the directory first, passes `--no-config`, and records what the report needs in `<stem>.meta.json`.
+Why not plain `kernprof -l`: it writes `script.py.lprof` into the current directory, crashes at the very end (after the
+whole run) when an `-o` directory is missing, and lets a user's pyproject.toml change its options. The wrapper fixes
+the name (the Slurm job id in a job), creates the directory first, passes `--no-config`, and writes `<stem>.meta.json`.
 """
 from __future__ import annotations
 
@@ -54,9 +53,8 @@ def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) 
 
 
 def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
-    """kernprof line-by-line through `profiling.kernprof_entry`, ignoring any config file, writing exactly `lprof`.
-    A script without `@profile` is profiled whole (`-p SCRIPT`: no edit needed); `modules` (`run --module`) adds
-    the user's own modules, for a loop that lives in their package."""
+    """kernprof through `profiling.kernprof_entry`, ignoring any config file, writing exactly `lprof`. A script without
+    `@profile` is profiled whole (`-p SCRIPT`); `modules` (`run --module`) adds the user's own, for a loop in them."""
     targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
     auto = [arg for target in targets for arg in ("-p", target)]
     return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", *auto, "-o", str(lprof),
@@ -64,9 +62,8 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
 
 
 def kernprof_environment(loaders: Path) -> dict[str, str]:
-    """The child's environment: where profiling.capture records the DataLoaders, and line_profiler's legacy tracer
-    unless the user chose a core: on 3.12+ its default, `sys.monitoring`, traces every thread (the pin-memory
-    thread too); the legacy tracer watches only the main thread and costs less per line."""
+    """The child's environment: where profiling.capture records, and the legacy tracer unless the user chose a core:
+    3.12+'s `sys.monitoring` traces every thread (pin-memory's too); the legacy one only the main thread, cheaper."""
     env = {**os.environ, capture.PATH_VAR: str(loaders)}
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
     return env
@@ -149,9 +146,8 @@ EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (
 
 @contextmanager
 def _sigint_noted() -> Iterator[list[int]]:
-    """While the child runs, only note a SIGINT, as a shell does. The child shares our process group, so a
-    terminal's Ctrl-C reaches it too; it stops and writes its profile. A KeyboardInterrupt raised here instead
-    could land before or after the wait returns, and then the report would be lost."""
+    """While the child runs, only note a SIGINT, as a shell does: the child (our process group) gets a terminal's
+    Ctrl-C too and writes its profile; a KeyboardInterrupt here could land around the wait and lose the report."""
     noted: list[int] = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
     try:
@@ -161,8 +157,7 @@ def _sigint_noted() -> Iterator[list[int]]:
 
 
 def _exit_code(code: int, noted: list[int]) -> int:
-    """130, as for any command stopped by Ctrl-C, whatever code kernprof chose (or -2 when the
-    child re-raised the signal on its way out)."""
+    """130, as for any command stopped by Ctrl-C, whatever code kernprof chose (-2: the child re-raised it)."""
     return EXIT_INTERRUPTED if noted or code == -signal.SIGINT else code
 
 

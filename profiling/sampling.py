@@ -1,9 +1,7 @@
 """Sample a running job's CPU and GPU use about once a second.
 
-Why: a line profile says *where* the main process spent its time, not whether the GPU was busy
-or how many cores the DataLoader workers kept busy. A one-second sampler next to the profile
-answers that, with no extra dependency: CPU use comes from /proc (the whole process tree, so
-forked DataLoader workers count), GPU use from NVML (nvidia-ml-py), when a driver is present.
+Why: a line profile says *where* the main process spent its time, not whether the GPU was busy or how many cores the
+workers kept busy. CPU use comes from /proc (the whole process tree, forked workers included), GPU use from NVML.
 """
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def _proc_stat(pid: int) -> tuple[int, float, int] | None:
     # The command name may contain spaces or parentheses: split after its closing ')'.
     fields = raw[raw.rfind(")") + 2:].split()
     ppid = int(fields[1])
-    # utime, stime, cutime, cstime: the last two hold the time of children already reaped,
-    # e.g. DataLoader workers that exited at the end of an epoch.
+    # utime, stime, cutime, cstime: the last two hold children already reaped (workers that exited after an epoch).
     cpu_s = sum(int(x) for x in fields[11:15]) / _TICKS
     return ppid, cpu_s, rss_pages * _PAGE_MIB
 
@@ -77,9 +74,8 @@ def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
 
 
 class Sampler:
-    """Background thread that samples a process tree (and the GPUs) every `interval` seconds, used as a context
-    manager around the child's lifetime; `frame()` returns the samples. `message` holds the one line to show
-    when GPU sampling is off (no GPU, no driver)."""
+    """A thread sampling a process tree (and the GPUs) every `interval` s, as a context manager around the child;
+    `frame()` returns the samples, `message` the one line to show when GPU sampling is off."""
 
     def __init__(self, root_pid: int, interval: float = 1.0, gpu: bool = True) -> None:
         self.root_pid, self.interval = root_pid, interval

@@ -1,15 +1,12 @@
 """`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
-Why a sweep: `run` finds its advice inside one run, worker counts taking turns in the loop; a sweep is
-the independent check, each setting a run of its own. Any script works: `profiling.capture` sets
-num_workers=W on its DataLoaders, counts the loader's batches and stops the script after `--batches`;
-throughput is samples/s of the busiest loader, first batch left out. The kit's own scripts take
-`--num-workers W --metrics-json FILE` instead. The knee is the fewest workers within 5 % of the best,
-because every extra worker costs a CPU that another job could use.
-
-Each run is pinned to W + the main process's CPUs (profiling.cpu_rule), as a Slurm job with that
-`--cpus-per-task` would be. `python -m jobs submit sweep` makes each setting one job with these same
-settings (`settings_for`, `result_row`, `summarise`); `write_outputs` is the one writer of a sweep's files.
+Why a sweep: `run` finds its advice inside one run, worker counts taking turns in the loop; a sweep is the independent
+check, each setting a run of its own. Any script works: `profiling.capture` sets num_workers=W on its DataLoaders and
+stops the script after `--batches`; throughput is samples/s of the busiest loader, first batch left out (the kit's own
+scripts take `--num-workers W --metrics-json FILE`). The knee is the fewest workers within 5 % of the best, because
+every extra worker costs a CPU another job could use. Each run is pinned to W + the main process's CPUs
+(profiling.cpu_rule), as a Slurm job with that `--cpus-per-task` would be; `python -m jobs submit sweep` makes each
+setting one job with these same settings. `write_outputs` is the one writer of a sweep's files.
 """
 from __future__ import annotations
 
@@ -57,10 +54,9 @@ def hooked(command: list[str], loaders: Path, workers: int, batches: int) -> lis
 
 def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0,
                  batches: int = DEFAULT_BATCHES, repeats: int = 1) -> list[Setting]:
-    """One setting per worker count, each with the CPUs the kit's one rule gives it: the kit's own
-    scripts through their flags, any other script through the capture hook. With `repeats`, pass after
-    pass, each in an order rotated by one, so that a drift hits every count alike (an H100's passes sped
-    up from their first count to their last, by up to 28 %); pass n in its own folder `repeatN`."""
+    """One setting per worker count, with the CPUs the kit's rule gives it: the kit's scripts through their flags,
+    others through the capture hook. With `repeats`, pass after pass, each in an order rotated by one so a drift hits
+    every count alike (an H100's passes sped up by up to 28 % from first count to last); pass n in `repeatN`."""
     result = []
     own_flags = takes_metrics_json(Path(command[0]))
     script, args = command[0], strip_flags(command[1:], ("--num-workers", "--metrics-json"))
@@ -79,10 +75,8 @@ def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: in
 
 
 def read_metrics(path: Path) -> tuple[float, float]:
-    """(images_per_sec, mean epoch seconds) from the script's metrics JSON, or samples per second from the
-    busiest loader's own batches (the hook's record; no epoch time then). Two epochs or more are timed on
-    those after the first (`steady_epochs`), which carries the warm-up (the second took 0.79-0.90 of it,
-    median of six GPU sweeps)."""
+    """(images_per_sec, mean epoch seconds) from the script's metrics JSON, or the busiest loader's samples/s (no epoch
+    time). With 2+ epochs the first (warm-up) is left out: the second took 0.79-0.90 of it (median, six GPU sweeps)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
         rate = capture.batches_per_second(loader) if loader else None
@@ -98,9 +92,8 @@ def read_metrics(path: Path) -> tuple[float, float]:
 
 
 def loop_times(path: Path) -> tuple[float, float]:
-    """(compute, data wait) per batch of the loop in ms (NaN where unrecorded), from the hook's timing or a kit
-    script's warm epochs: checks the model's assumption that compute per batch does not change with the workers
-    (past the knee they can slow the main process; docs/profiling-model.md, assumption 2)."""
+    """(compute, data wait) per batch in ms (NaN where unrecorded), from the hook or a kit script's warm epochs:
+    checks that compute per batch does not change with the workers (docs/profiling-model.md, assumption 2)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path))
         step = capture.loop_step(loader) if loader else None
@@ -121,8 +114,7 @@ def loop_times(path: Path) -> tuple[float, float]:
 
 
 def steady_epochs(seconds: list[float], images: list[int]) -> tuple[list[float], list[int]]:
-    """The epochs after the first, when the run recorded two or more with their images; else none
-    (then the whole run is what there is)."""
+    """The epochs after the first, when the run recorded two or more with their images; else none (the whole run)."""
     if len(seconds) < 2 or len(images) != len(seconds) or not all(s > 0 for s in seconds[1:]):
         return [], []
     return [float(s) for s in seconds[1:]], [int(n) for n in images[1:]]
@@ -142,8 +134,8 @@ def result_row(s: Setting, cpus: int, status: str, detail: str) -> dict:
 
 
 def run_local(settings: list[Setting], runs_csv: Path | None = None) -> list[dict]:
-    """Run each setting here, one after the other, pinned to its CPUs (W + the main process's); every
-    run so far is in `runs_csv` after each, so a sweep stopped by a time limit keeps what it measured."""
+    """Run each setting here in turn, pinned to its CPUs; `runs_csv` holds every run so far after each, so a sweep
+    stopped by a time limit keeps what it measured."""
     rows = []
     for s in settings:
         s.log.parent.mkdir(parents=True, exist_ok=True)
@@ -181,9 +173,8 @@ def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int |
 
 
 def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
-    """One row per setting: the median of its successful repeats, else its first failure. The median, not the
-    fastest: warm repeats of one setting moved both ways by up to 12 %, and the fastest of n runs favours
-    whichever setting happens to be noisiest."""
+    """One row per setting: the median of its successful repeats, else its first failure. Not the fastest: warm
+    repeats moved both ways by up to 12 %, and the fastest of n runs favours whichever setting is noisiest."""
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     kept = []
     for _, runs in frame.groupby("workers", sort=True):
@@ -201,8 +192,7 @@ def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
 
 
 def repeat_spread(rows: list[dict]) -> str:
-    """One line: the largest gap between the slowest and the fastest run of one setting, because a
-    knee closer to the best than this gap is partly chance."""
+    """One line: the largest gap between runs of one setting; a knee closer to the best than that is partly chance."""
     frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).dropna(subset=["images_per_sec"])
     spread = frame.groupby("workers")["images_per_sec"].agg(lambda s: s.max() / s.min() - 1)
     if spread.empty:
@@ -266,8 +256,7 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
 
 
 def compute_drift(results: pd.DataFrame, knee: int) -> list[str]:
-    """One line on the loop's compute per batch from the knee to the most workers swept: a rise past the
-    knee is the time extra workers take from the main process (which a loader curve cannot see)."""
+    """Loop compute per batch, knee to most workers: a rise is what extra workers take from the main process."""
     timed = results.dropna(subset=["compute_ms"]).set_index("workers")["compute_ms"]
     if knee not in timed.index or timed.index.max() <= knee:
         return []
@@ -325,8 +314,7 @@ def summarise(out_dir: Path, rows: list[dict], advice: int | None, advice_source
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did
-    (nothing was measured: the script iterates no DataLoader, or stops before its batches)."""
+    """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did."""
     command = list(args.command)
     if problem := script_problem(command[0]):
         raise ProfileError(problem)

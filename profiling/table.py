@@ -1,9 +1,8 @@
 """Stage 2: the per-line table (one row per profiled line, columns `LINE_COLUMNS`).
 
-kernprof records each function's file as its `co_filename`, the path as typed: often relative to the directory
-kernprof ran in (`mnist_classify.py`, `lessons/x.py`), absolute for imported modules. So source text is looked
-up under that directory (the run's metadata or `--source-root`), then beside the `.lprof`. A file not found
-leaves the `source` column empty and adds a note: the timings are still worth reading.
+kernprof records each function's file as its `co_filename`, as typed: often relative to where kernprof ran, absolute
+for imported modules. So source is looked up under that directory (the run's metadata or `--source-root`), then
+beside the `.lprof`. A file not found leaves `source` empty and adds a note: the timings are still worth reading.
 """
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, 
 
 
 def line_table(profile: LineProfile, sources: Sources) -> pd.DataFrame:
-    """One row per (function, line): hits, seconds, ms per hit, % of the function, source text, and
-    `phase` "other" (the phases stage replaces it)."""
+    """One row per (function, line): hits, seconds, ms/hit, % of the function, source, `phase` "other" (set later)."""
     rows = []
     for (filename, _first, function), entries in profile.timings.items():
         total_ticks = sum(ticks for _line, _hits, ticks in entries)

@@ -1,11 +1,9 @@
 """Trace a little, then time the real loop untraced, trying worker counts in the script's own DataLoader.
 
-Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so
-the loop itself is timed (docs/profiling-model.md says how). The first DataLoader the script iterates is the
-training loader (or the first that shuffles, after one that does not). Each epoch's batches are drawn once
-from its own sampler (same order, same number), and the global RNG advances as one iterator's would: only
-which worker builds a batch, and so the seeds of per-worker augmentation, change. An IterableDataset, or a
-loader without automatic batching, is not tried (said so).
+Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so the loop
+itself is timed (docs/profiling-model.md says how). Each epoch's batches are drawn once from the training loader's
+sampler and the global RNG advances as one iterator's would: only which worker builds a batch (and so per-worker
+augmentation seeds) changes. An IterableDataset, or a loader without automatic batching, is not tried (said so).
 """
 from __future__ import annotations
 
@@ -31,11 +29,9 @@ HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
-
 def whole_rounds(timed: int, workers: int) -> bool:
-    """Enough timed batches to end a segment: at least MIN_TIMED, and a whole number of rounds of the
-    workers. Started together, k workers hand their batches over in bursts of about k: five batches timed
-    inside one burst of 14 workers measured 3.9 ms a step on an H100, then 9.6 ms over 71."""
+    """At least MIN_TIMED timed batches, a whole number of rounds of the workers: started together, k workers hand
+    batches over in bursts of about k (on an H100, 5 batches in a burst of 14 timed 3.9 ms a step, the 71 after 9.6)."""
     return timed >= MIN_TIMED and timed % max(workers, 1) == 0
 
 
@@ -83,10 +79,8 @@ class Trials:
             profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
 
     def is_training(self, entry: Any) -> bool:
-        """The training loader is the first the script iterates (its capture entry stands for it), unless it
-        does not shuffle, has not delivered a whole epoch, and one that shuffles comes before anything is
-        tried: Lightning checks two batches of the validation loader before it trains. Then what was counted
-        of the first is forgotten."""
+        """The training loader is the first the script iterates, unless it does not shuffle, has not delivered an
+        epoch, and one that shuffles comes before anything is tried (Lightning checks two validation batches first)."""
         first = self.entry
         epoch = -(-((first or {}).get("dataset_length") or 0) // ((first or {}).get("batch_size") or 1))
         if first is None or (entry is not first and entry.get("shuffles") and not first.get("shuffles")
@@ -188,8 +182,8 @@ class Trials:
         self.queue = list(order)
 
     def add_segment(self, workers: int, steps: int, seconds: float, cut: bool) -> None:
-        """Record one turn's timed batches. A turn cut by an epoch's end goes on in the next epoch: both
-        parts are one turn, one segment, or the spread of turns and the one-turn rule would count it twice."""
+        """Record one turn's timed batches. A turn cut by an epoch's end goes on in the next: both parts are one
+        segment, or the spread of turns and the one-turn rule would count it twice."""
         last = self.segments[-1] if self.segments else None
         goes_on = self.resumes == workers and last is not None and last[0] == workers
         if goes_on:
@@ -199,10 +193,9 @@ class Trials:
         self.resumes = workers if cut and (goes_on or steps) else None
 
     def held_slower(self, base: dict[str, float]) -> bool:
-        """Did the baseline, held to its count's CPUs, compute slower than the traced part on all the job's?
-        Tracing only lengthens a step, so then the step itself needs CPUs, and other counts are tried (an
-        H100's CPU mixup, 64 ms held to 4 CPUs and 44 ms traced on 16, was kept at 2 workers, 73 % of 4's
-        speed). Only with a GPU: without one the step is the model's CPU compute, which always needs CPUs."""
+        """Held to its count's CPUs, did the baseline compute slower than the traced part on all the job's? Tracing
+        only lengthens a step, so the step needs CPUs: try other counts (H100 cpu_mixup: 64 ms held to 4 CPUs, 44
+        traced on 16; kept at 2 workers, 73 % of 4's speed). GPU only: a CPU model's step always needs CPUs."""
         held_cpus = cpus_for_workers(self.own or 0, self.gpus, self.pin)
         if not self.gpus or not self.mask or held_cpus >= len(self.mask) or self.traced["steps"] < MIN_TIMED:
             return False
@@ -210,9 +203,9 @@ class Trials:
         return (base["seconds"] - base["wait_seconds"]) / base["steps"] > traced
 
     def hold(self, workers: int | None) -> None:
-        """Hold every thread of the process (and the workers it forks) to the CPUs a job with `workers`
-        would ask for, torch's threads to no more than those CPUs nor the script's own: holding the main
-        thread alone, cpu_mixup stepped 56 ms on an H100 where `taskset` to those CPUs gave at most 46."""
+        """Hold every thread (and forked worker) to the CPUs a job with `workers` would ask for, torch's threads to no
+        more than those nor the script's own: holding the main thread alone, cpu_mixup stepped 56 ms on an H100
+        where `taskset` to those CPUs gave at most 46."""
         if self.mask is None:  # never started (nothing tried): nothing to hold, and no torch to import at exit
             return
         import torch
@@ -239,8 +232,8 @@ class Trials:
         return self.loaders[workers]
 
     def short_of_memory(self, workers: int) -> bool:
-        """Would `workers` more workers, each holding what the live ones hold on average, take more than
-        half of what the job may still take? Then the other counts' workers are stopped first."""
+        """Would `workers` more workers, each holding what the live ones do on average, take over half of what the
+        job may still take? Then the other counts' workers are stopped first."""
         live = [w.pid for loader in self.loaders.values() if loader._iterator for w in loader._iterator._workers]
         return bool(live) and workers * private_mb(live) / len(live) > memory_left_mb() / 2
 
@@ -277,9 +270,8 @@ class Trials:
 
 
 class Feed:
-    """The batch sampler every tried count's DataLoader shares: the epoch's batches in order, while a turn is
-    open. Closing a turn ends that loader's iterator once the batches it prefetched are delivered, so the
-    next count starts at the first batch not yet handed out, and no count's workers are started again."""
+    """The batch sampler all tried counts' DataLoaders share: the epoch's batches in order, while a turn is open. After
+    a turn its prefetched batches are delivered; the next count starts at the first not handed out, workers kept."""
 
     def __init__(self) -> None:
         self.batches: list[Any] = []
@@ -295,9 +287,8 @@ class Feed:
 
 
 class Segmented:
-    """One epoch of the training loader, served in turns by the tried counts' DataLoaders (one each, its
-    workers kept between turns: on an H100, conv_default1's untraced loop took 39.2 s so, 47.0 s when each
-    turn started fresh workers)."""
+    """One epoch of the training loader, served in turns by the tried counts' DataLoaders (one each, workers kept
+    between turns: on an H100 conv_default1's untraced loop took 39.2 s so, 47.0 s with fresh workers each turn)."""
 
     def __init__(self, trials: Trials, loader: Any, make: Any) -> None:
         import torch

@@ -1,7 +1,7 @@
 """What the timed turns say: each count's step and its noise, which counts stay in the running, and the advice.
 
-Why apart from profiling/trials.py: these are pure functions on the numbers a run recorded, which the report
-reads again from `<stem>.loaders.json` (profiling/advice.py), and the tests feed them measured figures.
+Why apart from profiling/trials.py: pure functions on a run's numbers, which the report reads again from
+`<stem>.loaders.json` (profiling/advice.py) and the tests feed measured figures.
 """
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ LIMIT = 0.05      # ... or within its noise, but never more than this share behi
 
 
 def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE, noise: dict[int, float] | None = None) -> int:
-    """The fewest workers whose measured step is within `tolerance` of the best measured, or closer to it
-    than the two means' own noise (one standard error of their difference): a lead smaller than that noise
-    is no reason to ask for more CPUs. Never a count measured more than LIMIT behind the best: the noise of
-    short turns let counts 5.3-5.6 % behind in, and on three H100s the judge put them 5.7-9.3 % behind."""
+    """The fewest workers whose step is within `tolerance` of the best, or closer to it than the two means' noise
+    (one standard error of their difference): a smaller lead is no reason to ask for more CPUs. Never one over LIMIT
+    behind: short turns' noise let counts 5.3-5.6 % behind in; on three H100s the judge put them 5.7-9.3 % behind."""
     fastest = min(steps, key=lambda k: steps[k])
     noise = noise or {}
 
@@ -33,11 +32,10 @@ def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE, noise: 
 
 
 def out_of_the_running(steps: dict[int, float], segments: list) -> set[int]:
-    """The counts no longer worth a turn: slower than PRUNE x the best (PRUNE_FIRST x after one turn), or, both
-    timed in TURNS_FOR_SPREAD turns or more, more than LIMIT behind the best by SURE standard errors of the gap
-    (by their turns' spread). One turn is a poor witness: on two H100s, counts that the judge put within 4 %
-    of the best were timed up to 1.7x as slow as it in their first turns. The turns left go to the counts near
-    the line the advice draws."""
+    """The counts no longer worth a turn: slower than PRUNE x the best (PRUNE_FIRST x after one turn), or, both timed in
+    TURNS_FOR_SPREAD turns or more, over LIMIT behind by SURE standard errors of the gap (by their turns' spread). One
+    turn is a poor witness: on two H100s, counts the judge put within 4 % of the best were timed up to 1.7x as slow
+    in their first turns. The turns left go to the counts near the line the advice draws."""
     fastest, turns = min(steps, key=lambda k: steps[k]), turn_means(segments)
     noise = turn_noise(turns)
 
@@ -64,9 +62,8 @@ def turn_noise(turns: dict[int, list[float]]) -> dict[int, float]:
 
 
 def step_noise(record: dict | None) -> dict[int, float]:
-    """The standard error of each tried count's mean step (s): by its turns (turn_noise), else by its steps.
-    Steps inside a turn are not independent: 12 workers on an H100 timed turns of 1.77, 2.06 and 2.42 ms a
-    step, 0.02 ms of noise by steps and 0.19 ms by turns."""
+    """The standard error of each tried count's mean step (s): by its turns, else its steps. Steps in a turn are not
+    independent: 12 workers' turns on an H100 took 1.77, 2.06, 2.42 ms a step; noise 0.02 ms by steps, 0.19 by turns."""
     noise = turn_noise(turn_means((record or {}).get("segments", [])))
     for k, t in (record or {}).get("settings", {}).items():
         n = t.get("steps", 0)
