@@ -221,16 +221,21 @@ def read_trials(path: Path) -> dict[str, Any] | None:
     return trials if isinstance(trials, dict) else None
 
 
-def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None,
-                    line: int | None = None) -> Mapping[str, Any] | None:
-    """The loader a training loop iterates: the one iterated at the loop's header, else the busiest."""
+def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None, line: int | None = None,
+                    timed: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
+    """The loader a training loop iterates: of those iterated at the loop's header, the one the trials timed
+    (`timed`: where it was built and iterated; train and validation may share a loop line), else the first;
+    with none there, the busiest."""
     if not loaders:
         return None
     if file is not None and line is not None:
-        for entry in loaders:
+        def at_header(entry: Mapping[str, Any]) -> bool:
             where, _, number = str(entry.get("iterated_at", "")).rpartition(":")
-            if number == str(line) and os.path.basename(where) == os.path.basename(file):
-                return entry
+            return number == str(line) and os.path.basename(where) == os.path.basename(file)
+
+        here = [entry for entry in loaders if at_header(entry)]
+        if here:
+            return next((e for e in here if timed and all(e.get(k) == v for k, v in timed.items())), here[0])
     return max(loaders, key=lambda entry: entry.get("batches") or 0)
 
 

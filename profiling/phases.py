@@ -133,16 +133,22 @@ def _lines(node: ast.stmt) -> range:
     return range(node.lineno, (node.end_lineno or node.lineno) + 1)
 
 
+def _iter_targets(node: ast.AST) -> list[str]:
+    """The names an `it = iter(...)` statement binds (none for any other node)."""
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", ""):
+        return [ast.unparse(target) for target in node.targets]
+    return []
+
+
 def _iterators(func: ast.AST) -> set[str]:
     """Names bound to `iter(...)` (`it = iter(loader)`): what `next` pulls from them is a batch, whatever the name."""
-    return {ast.unparse(target) for node in ast.walk(func) if isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", "") for target in node.targets}
+    return {name for node in ast.walk(func) for name in _iter_targets(node)}
 
 
 def _pulls(node: ast.AST, iterators: set[str]) -> bool:
     """Does the statement call `next` on one of the function's iterators, or start one (starting the workers)?"""
-    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", ""):
-        return any(ast.unparse(target) in iterators for target in node.targets)
+    if started := _iter_targets(node):
+        return any(name in iterators for name in started)
     return any(isinstance(call, ast.Call) and _callee(call) == ("next", "") and call.args
                and ast.unparse(call.args[0]) in iterators for call in ast.walk(node))
 

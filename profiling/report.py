@@ -105,10 +105,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     record = sibling(lprof_path, ".loaders.json")
     loaders, trials = read_loaders(record), read_trials(record)
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
-    chosen = (trials or {}).get("loader") or {}  # the loader the trials timed, by where it was built and iterated
-    timed = [e for e in loaders if chosen and all(e.get(k) == v for k, v in chosen.items())]
-    loader = timed[0] if timed and loop is not None and not loop.function else loader_for_loop(
-        loaders, loop.file if loop else None, loop.header_line if loop else None)
+    loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
+                             (trials or {}).get("loader"))
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)

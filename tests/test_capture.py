@@ -55,6 +55,10 @@ def test_the_loop_gets_its_own_loader_and_the_facts_use_it(tmp_path):
     assert loader_for_loop([train, val], "/abs/t.py", 20) is train
     assert loader_for_loop([train, val], "t.py", 99) is val   # no match: the busiest loader
     assert loader_for_loop([]) is None
+    # one loop line for both (a run_epoch(loader) helper): the one the trials timed, else the first
+    shared = {**val, "iterated_at": "t.py:20"}
+    assert loader_for_loop([shared, train], "t.py", 20) is shared
+    assert loader_for_loop([shared, train], "t.py", 20, {"built_at": "t.py:5", "iterated_at": "t.py:20"}) is train
     facts = job_facts(cpus=4, gpus=1, environment=Environment(), loader=train, meta={"num_workers": 1})
     assert (facts.num_workers, facts.pin_memory, facts.persistent_workers) == (3, True, False)
     assert facts.loader_at == "t.py:5"
