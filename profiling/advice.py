@@ -338,9 +338,10 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     if facts.kit_script:  # its own flags cover the rest (the notes' hints)
         return edits
     settings = ([f"num_workers={workers}"] if changed and not facts.workers_flag else []) + extras
-    if settings:
-        where = f"{facts.loader_at}  " if facts.loader_at else "the script's "
-        edits.append(f"{where}DataLoader(..., {', '.join(settings)})")
+    where, by, said = f"{facts.loader_at}  " if facts.loader_at else "the script's ", facts.loader_built_by, settings
+    if settings:  # a DataLoader a framework builds (Hugging Face's Trainer) is set through the framework
+        edits.append(f"{where}{by} builds the DataLoader from this line: give it {', '.join(said)} where {by} takes "
+                     "its DataLoader options" if by else f"{where}DataLoader(..., {', '.join(said)})")
     return edits
 
 

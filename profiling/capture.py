@@ -18,6 +18,7 @@ import importlib.abc
 import importlib.util
 import inspect
 import json
+import linecache
 import os
 import runpy
 import sys
@@ -34,6 +35,7 @@ WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sw
 BATCHES_VAR = "DLPROF_MAX_BATCHES"  # stop the script after this many batches of one loader
 TARGET = "torch.utils.data.dataloader"
 FEW_STEPS = 5  # loop steps the hook must time before its compute per batch is used
+INSTALLED = {"site-packages", "dist-packages"}  # installed packages: a framework's code, not the script's
 SETTINGS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
 
 
@@ -48,15 +50,20 @@ class Capture:
         self.pid = os.getpid()
         self._skip = {os.path.dirname(os.path.abspath(__file__))}
 
-    def caller(self) -> str:
-        """file:line of the first frame outside torch and this module: the script's own line."""
-        frame = sys._getframe(2)
+    def caller(self) -> tuple[str, str]:
+        """file:line of the script's own frame, the first outside torch, this module and installed packages (Lightning
+        wraps DataLoader.__init__ and iterates in its trainer, both called from the script's lines), else of the first
+        outside torch and this module; and file:line of that first frame (where a framework built the loader)."""
+        frame, first = sys._getframe(1), None  # this module's own frames are skipped below
         while frame is not None:
             name = os.path.abspath(frame.f_code.co_filename)
             if not any(name.startswith(skip + os.sep) for skip in self._skip):
-                return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                here = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                first = first or here
+                if not INSTALLED.intersection(Path(name).parts):
+                    return here, first
             frame = frame.f_back
-        return "?"
+        return first or "?", first or "?"
 
     def record(self, loader: Any) -> dict[str, Any]:
         """The loader's entry, made the first time it is iterated."""
@@ -66,7 +73,8 @@ class Capture:
                 length = len(loader.dataset)
             except TypeError:  # an IterableDataset has no length
                 length = None
-            entry = {"built_at": getattr(loader, "_dlprof_built_at", "?"), "iterated_at": self.caller(),
+            entry = {"built_at": getattr(loader, "_dlprof_built_at", "?"), "iterated_at": self.caller()[0],
+                     "built_by": getattr(loader, "_dlprof_built_by", None),
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
@@ -116,7 +124,9 @@ class Capture:
         capture = self
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            object.__setattr__(self, "_dlprof_built_at", capture.caller())
+            script, first = capture.caller()
+            object.__setattr__(self, "_dlprof_built_at", script)
+            object.__setattr__(self, "_dlprof_built_by", built_by(script, first))
             if capture.set_workers is not None:
                 bound = signature.bind(self, *args, **kwargs)
                 bound.arguments["num_workers"] = capture.set_workers
@@ -171,6 +181,16 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
+
+
+def built_by(script: str, first: str) -> str | None:
+    """The installed package that built a loader from a script's line that builds none itself (Hugging Face's
+    Trainer builds its own in `trainer.train()`): the edit then goes where that package takes its loader options."""
+    file, _, line = script.rpartition(":")
+    if first == script or not line.isdigit() or "Loader" in linecache.getline(file, int(line)):
+        return None
+    parts = Path(first.rpartition(":")[0]).parts
+    return next((parts[i + 1].removesuffix(".py") for i, part in enumerate(parts[:-1]) if part in INSTALLED), None)
 
 
 def shuffles(loader: Any) -> bool:

@@ -1,9 +1,10 @@
 """Before `run` starts anything: can a training loop be reached in what will be profiled?
 
 Why: without a loop in a profiled function the whole job runs first and only then ends in "the profile is empty", a
-wasted job on a cluster. A script with no loop found that names a DataLoader (a framework's trainer) is not refused:
-the run times it through that. This reads the source (never runs it: well under a second) and finds the loops the
-report would, by `profiling.phases`' rules, in the `@profile` functions (else every function) and `--module`s.
+wasted job on a cluster. A script with no loop found that names a DataLoader or a Trainer (a framework's trainer) is
+not refused: the run times the loop through the DataLoader. This reads the source (never runs it: well under a second)
+and finds the loops the report would, by `profiling.phases`' rules, in the `@profile` functions (else every function)
+and `--module`s.
 """
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
 
 def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) -> str | None:
     """One line saying why no training loop will be profiled and what to pass; None when one will be, or the script
-    names a DataLoader that another's code iterates (timed through it)."""
+    names a DataLoader or a Trainer, whose code iterates the loader (timed through it)."""
     path = Path(script)
     roots = [path.parent, Path.cwd()]
     if loops_in(path, decorated_only):
@@ -98,7 +99,8 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
     for name in local_imports(path, roots):
         if any(loops_in(f) for f in module_files(name, roots) or []):
             return f"no training loop in {script} itself; it is in your module {name}: pass --module {name}"
-    if "dataloader" in path.read_text(encoding="utf-8", errors="replace").lower():
+    text = path.read_text(encoding="utf-8", errors="replace").lower()
+    if "dataloader" in text or "trainer" in text:  # Hugging Face's Trainer builds its own DataLoader
         return None  # a framework's trainer iterates it: the loop is timed through it (profiling.phases.hooked_loop)
     return (f"no `for ... in <loader>` training loop and no DataLoader in {script}: if they live in your own "
             f"package, pass --module NAME")

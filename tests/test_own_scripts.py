@@ -98,33 +98,63 @@ def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, r
     assert unreachable_loop(str(OWN / "loop_in_module.py"), ["mypkg.engine"], decorated_only=False) is None
 
 
+def framework_run(tmp_path: Path, repo: Path, script: Path) -> subprocess.CompletedProcess:
+    """`profiling run` of a script whose loop is in an installed framework (tests/data/framework/site-packages)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=f"{repo}{os.pathsep}{OWN.parent / 'framework' / 'site-packages'}", OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "profiling", "run", "--try-workers", "0,1,2", "--segment-seconds",
+                           "0.3", "--output-dir", str(tmp_path), "--formats", "text", "--", str(script)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def line_of(path: Path, text: str) -> int:
+    return 1 + next(i for i, line in enumerate(path.read_text().splitlines()) if text in line)
+
+
 def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):
     """The loop is in installed code (a stand-in for Lightning's Trainer.fit): no profiled line shows it, so
     the run is not refused, and the report rests on the loop the DataLoader hook timed untraced, with the
-    worker counts tried in it, and names the script's own DataLoader line in the edits. As Lightning does,
-    the trainer iterates two validation batches first: the training loader, which shuffles, is the one timed."""
+    worker counts tried in it. As Lightning does, the trainer wraps DataLoader.__init__ while the script builds its
+    loader, and iterates two validation batches first: the edit names the script's own DataLoader line, not the
+    wrapper's, and the training loader, which shuffles, is the one timed."""
     script = OWN / "framework_fit.py"
     assert unreachable_loop(str(script), [], decorated_only=False) is None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(PYTHONPATH=f"{repo}{os.pathsep}{OWN.parent / 'framework'}", OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--try-workers", "0,1,2", "--segment-seconds",
-                           "0.3", "--output-dir", str(tmp_path), "--formats", "text", "--", str(script)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = framework_run(tmp_path, repo, script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("done, loss") == 4  # every epoch trained
-    # the validation loader's two batches came first; the one timed and tried is the training loader
+    # the validation loader's two batches came first; the one timed and tried is the training loader, iterated
+    # inside the installed trainer, called from the script's fit() line
     trials = json.loads((tmp_path / "framework_fit.loaders.json").read_text())["trials"]
-    train_line = 1 + next(i for i, text in enumerate((OWN.parent / "framework" / "tinytrainer.py").read_text()
-                                                      .splitlines()) if "for batch in loader" in text)
-    assert trials["loader"]["iterated_at"].endswith(f"tinytrainer.py:{train_line}") and trials["traced_batches"] == 24
+    fit_line, built_line = line_of(script, ".fit(Classifier()"), line_of(script, "shuffle=True")
+    assert trials["loader"] == {"built_at": f"{script}:{built_line}", "iterated_at": f"{script}:{fit_line}"}
+    assert trials["traced_batches"] == 24
     report = build_report(tmp_path / "framework_fit.lprof")
     loop = report.loop
-    assert loop is not None and loop.function == "" and loop.header_line == train_line, loop
+    assert loop is not None and loop.function == "" and loop.header_line == fit_line, loop
     numbers = report.advice.numbers
     assert numbers.basis == "tried" and set(numbers.tried) == {0, 1, 2}
-    assert report.advice.edits[1].startswith(f"{script}:38  DataLoader(..., num_workers={report.advice.num_workers}")
+    assert report.advice.edits[1].startswith(
+        f"{script}:{built_line}  DataLoader(..., num_workers={report.advice.num_workers}")
     text = (tmp_path / "framework_fit.report.txt").read_text()
     assert "timed through its DataLoader" in text and "(measured in your run)" in text
+
+
+def test_a_loader_a_framework_builds_itself_is_edited_through_the_framework(tmp_path, repo):
+    """Hugging Face's Trainer builds its own DataLoader: no line of the script builds one, so the edit names the
+    script's line that called the framework and says to set the workers where that framework takes them."""
+    script = OWN / "framework_builds_loader.py"
+    assert unreachable_loop(str(script), [], decorated_only=False) is None  # it names a Trainer
+    done = framework_run(tmp_path, repo, script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("done, loss") == 4
+    train_line = line_of(script, "trainer.train()")
+    loader = json.loads((tmp_path / "framework_builds_loader.loaders.json").read_text())["loaders"][0]
+    assert loader["built_at"] == loader["iterated_at"] == f"{script}:{train_line}" and loader["built_by"] == "tinyhf"
+    report = build_report(tmp_path / "framework_builds_loader.lprof")
+    assert report.advice.numbers.basis == "tried"
+    assert report.advice.edits[1] == (f"{script}:{train_line}  tinyhf builds the DataLoader from this line: give it "
+                                      f"num_workers={report.advice.num_workers}, persistent_workers=True where "
+                                      "tinyhf takes its DataLoader options")
 
 
 def test_an_argument_error_is_not_blamed_on_profile(tmp_path, repo):

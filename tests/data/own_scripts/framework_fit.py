@@ -1,4 +1,4 @@
-"""The loop lives in a framework's trainer (tests/data/framework/tinytrainer.py, on PYTHONPATH), as with
+"""The loop lives in a framework's trainer (tests/data/framework/site-packages/tinytrainer.py, on PYTHONPATH), as with
 Lightning: the script defines the model, the training and validation data, and calls fit()."""
 import argparse
 import time
@@ -27,6 +27,9 @@ class Classifier(nn.Module):
         x, y = batch
         return nn.functional.cross_entropy(self.net(x), y)
 
+    def train_dataloader(self):
+        return DataLoader(SlowReads(), batch_size=8, shuffle=True)
+
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05)
 
@@ -35,5 +38,4 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=4)
     args = ap.parse_args()
-    Trainer(max_epochs=args.epochs).fit(Classifier(), DataLoader(SlowReads(), batch_size=8, shuffle=True),
-                                        DataLoader(SlowReads(), batch_size=8))
+    Trainer(max_epochs=args.epochs).fit(Classifier(), DataLoader(SlowReads(), batch_size=8))
