@@ -53,15 +53,15 @@ class Capture:
     def caller(self) -> tuple[str, str]:
         """file:line of the script's own frame, the first outside torch, this module and installed packages (Lightning
         wraps DataLoader.__init__ and iterates in its trainer, both called from the script's lines), else of the first
-        outside torch and this module; and file:line of that first frame (where a framework built the loader)."""
-        frame, first = sys._getframe(1), None  # this module's own frames are skipped below
+        outside torch and this module; and of the installed frame the script called (the framework that built it)."""
+        frame, first, called = sys._getframe(1), None, None  # this module's own frames are skipped below
         while frame is not None:
             name = os.path.abspath(frame.f_code.co_filename)
             if not any(name.startswith(skip + os.sep) for skip in self._skip):
                 here = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-                first = first or here
                 if not INSTALLED.intersection(Path(name).parts):
-                    return here, first
+                    return here, called or here
+                first, called = first or here, here
             frame = frame.f_back
         return first or "?", first or "?"
 
@@ -124,9 +124,9 @@ class Capture:
         capture = self
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            script, first = capture.caller()
+            script, called = capture.caller()
             object.__setattr__(self, "_dlprof_built_at", script)
-            object.__setattr__(self, "_dlprof_built_by", built_by(script, first))
+            object.__setattr__(self, "_dlprof_built_by", built_by(script, called))
             if capture.set_workers is not None:
                 bound = signature.bind(self, *args, **kwargs)
                 bound.arguments["num_workers"] = capture.set_workers
@@ -183,13 +183,13 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-def built_by(script: str, first: str) -> str | None:
+def built_by(script: str, called: str) -> str | None:
     """The installed package that built a loader from a script's line that builds none itself (Hugging Face's
     Trainer builds its own in `trainer.train()`): the edit then goes where that package takes its loader options."""
     file, _, line = script.rpartition(":")
-    if first == script or not line.isdigit() or "Loader" in linecache.getline(file, int(line)):
+    if called == script or not line.isdigit() or "Loader" in linecache.getline(file, int(line)):
         return None
-    parts = Path(first.rpartition(":")[0]).parts
+    parts = Path(called.rpartition(":")[0]).parts
     return next((parts[i + 1].removesuffix(".py") for i, part in enumerate(parts[:-1]) if part in INSTALLED), None)
 
 
