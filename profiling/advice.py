@@ -332,16 +332,17 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     workers = numbers.num_workers or 0
     changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known
     extras = ["persistent_workers=True"] if workers >= 1 and facts.persistent_workers is not True else []
-    if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True:
-        extras.append("pin_memory=True")
+    extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
     edits = [f"{facts.workers_flag} {workers}"] if facts.workers_flag else []
     if facts.kit_script:  # its own flags cover the rest (the notes' hints)
         return edits
     settings = ([f"num_workers={workers}"] if changed and not facts.workers_flag else []) + extras
-    where, by, said = f"{facts.loader_at}  " if facts.loader_at else "the script's ", facts.loader_built_by, settings
-    if settings:  # a DataLoader a framework builds (Hugging Face's Trainer) is set through the framework
-        edits.append(f"{where}{by} builds the DataLoader from this line: give it {', '.join(said)} where {by} takes "
-                     "its DataLoader options" if by else f"{where}DataLoader(..., {', '.join(said)})")
+    where, by = f"{facts.loader_at}  " if facts.loader_at else "the script's ", facts.loader_built_by
+    if settings and by == "transformers":  # Hugging Face's Trainer builds it from TrainingArguments' dataloader_*
+        edits.append(f"{where}the Trainer's TrainingArguments(..., {', '.join('dataloader_' + s for s in settings)})")
+    elif settings:  # another framework's own DataLoader: set it through that framework
+        edits.append(f"{where}{by} builds the DataLoader from this line: give it {', '.join(settings)} where {by} "
+                     "takes its DataLoader options" if by else f"{where}DataLoader(..., {', '.join(settings)})")
     return edits
 
 

@@ -184,8 +184,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 
 def built_by(script: str, called: str) -> str | None:
-    """The installed package that built a loader from a script's line that builds none itself (Hugging Face's
-    Trainer builds its own in `trainer.train()`): the edit then goes where that package takes its loader options."""
+    """The installed package that built a loader from a script's line that builds none (HF's `trainer.train()`)."""
     file, _, line = script.rpartition(":")
     if called == script or not line.isdigit() or "Loader" in linecache.getline(file, int(line)):
         return None

@@ -192,6 +192,11 @@ def test_loader_bound_profile_gets_more_workers():
     assert advice.edits == ["#SBATCH --cpus-per-task=12",
                             "the script's DataLoader(..., num_workers=10, persistent_workers=True, pin_memory=True)"]
     assert {"loader_bound", "workers_from_starved_loop", "estimate"} <= set(advice.fired_rules)
+    # a loader Hugging Face's Trainer built, called from the script's train.py:53: set through TrainingArguments
+    hf = advise(_loop(9.267, 1.70), JobFacts(cpus=16, gpus=1, num_workers=1, loader_at="train.py:53",
+                                             loader_built_by="transformers", pin_memory=True))
+    assert hf.edits[1] == ("train.py:53  the Trainer's TrainingArguments(..., dataloader_num_workers=10, "
+                           "dataloader_persistent_workers=True)")
 
 
 def test_main_process_cpus_depend_on_gpu_and_pinned_memory():
