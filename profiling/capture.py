@@ -33,6 +33,7 @@ from profiling import trials as trials_module
 PATH_VAR = "DLPROF_LOADERS"         # where to write the record
 WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
 BATCHES_VAR = "DLPROF_MAX_BATCHES"  # stop the script after this many batches of one loader
+OWN_VAR = "DLPROF_OWN_MODULES"      # the user's own packages (`run --module`), the script's code even when installed
 TARGET = "torch.utils.data.dataloader"
 FEW_STEPS = 5  # loop steps the hook must time before its compute per batch is used
 INSTALLED = {"site-packages", "dist-packages"}  # installed packages: a framework's code, not the script's
@@ -49,6 +50,7 @@ class Capture:
         self.stopped_after: int | None = None
         self.pid = os.getpid()
         self._skip = {os.path.dirname(os.path.abspath(__file__))}
+        self.own = {name.partition(".")[0] for name in os.environ.get(OWN_VAR, "").split(",") if name}
 
     def caller(self) -> tuple[str, str]:
         """file:line of the script's own frame, the first outside torch, this module and installed packages (Lightning
@@ -59,7 +61,8 @@ class Capture:
             name = os.path.abspath(frame.f_code.co_filename)
             if not any(name.startswith(skip + os.sep) for skip in self._skip):
                 here = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-                if not INSTALLED.intersection(Path(name).parts):
+                mine = str(frame.f_globals.get("__name__")).partition(".")[0] in self.own  # `run --module` code
+                if mine or not INSTALLED.intersection(Path(name).parts):
                     return here, called or here
                 first, called = first or here, here
             frame = frame.f_back

@@ -31,12 +31,10 @@ def compare_phases(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFr
     b, a = before.set_index("phase")[column], after.set_index("phase")[column]
     order = [p for p in PHASES if p in b.index or p in a.index]
     order += sorted((set(b.index) | set(a.index)) - set(order))
-    table = pd.DataFrame({"phase": order,
-                          "before": [float(b.get(p, 0.0)) for p in order],
+    table = pd.DataFrame({"phase": order, "before": [float(b.get(p, 0.0)) for p in order],
                           "after": [float(a.get(p, 0.0)) for p in order]})
     table = table[(table["before"] > 0) | (table["after"] > 0)]
-    overall = pd.DataFrame({"phase": ["overall"], "before": [table["before"].sum()],
-                            "after": [table["after"].sum()]})
+    overall = pd.DataFrame({"phase": ["overall"], "before": [table["before"].sum()], "after": [table["after"].sum()]})
     table = pd.concat([table, overall], ignore_index=True)
     table["speedup"] = [b_ / a_ if a_ > 0 else math.inf if b_ > 0 else math.nan
                         for b_, a_ in zip(table["before"], table["after"])]
@@ -62,9 +60,7 @@ def plot_compare(table: pd.DataFrame, unit: str, path: Path) -> Path:
     for i, (top, s) in enumerate(zip(rows[["before", "after"]].max(axis=1), rows["speedup"])):
         ax.annotate(f" {s:.2f}x" if math.isfinite(s) else " -", (top, i), va="center", fontsize=9)
     ax.set_yticks(list(y), rows["phase"])
-    ax.set_xlabel(unit)
-    ax.set_title("Before vs after, by phase (label: speedup)")
-    ax.margins(x=0.15)
+    ax.set(xlabel=unit, title="Before vs after, by phase (label: speedup)", xmargin=0.15)
     ax.legend(fontsize=8, loc="lower right")
     fig.savefig(path)
     return path

@@ -61,10 +61,11 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
             script, *args]
 
 
-def kernprof_environment(loaders: Path) -> dict[str, str]:
-    """The child's environment: where profiling.capture records, and the legacy tracer unless the user chose a core:
-    3.12+'s `sys.monitoring` traces every thread (pin-memory's too); the legacy one only the main thread, cheaper."""
-    env = {**os.environ, capture.PATH_VAR: str(loaders)}
+def kernprof_environment(loaders: Path, modules: Sequence[str] = ()) -> dict[str, str]:
+    """The child's environment: where profiling.capture records, the user's `--module`s (their own code even when
+    installed), and the legacy tracer unless the user chose a core: 3.12+'s `sys.monitoring` traces every thread
+    (pin-memory's too); the legacy one only the main thread, cheaper."""
+    env = {**os.environ, capture.PATH_VAR: str(loaders), capture.OWN_VAR: ",".join(modules)}
     env.setdefault("LINE_PROFILER_CORE", "ctrace")
     return env
 
@@ -90,7 +91,7 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     meta: dict = {"stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
                   "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
                   "hostname": socket.gethostname(), "python": sys.executable}
-    child_env = kernprof_environment(loaders=loaders)
+    child_env = kernprof_environment(loaders, modules)
     if trace_batches > 0:
         child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
     if curve_seconds > 0:

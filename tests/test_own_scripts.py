@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,6 +156,25 @@ def test_a_loader_a_framework_builds_itself_is_edited_through_the_framework(tmp_
     assert report.advice.edits[1] == (f"{script}:{train_line}  tinyhf builds the DataLoader from this line: give it "
                                       f"num_workers={report.advice.num_workers}, persistent_workers=True where "
                                       "tinyhf takes its DataLoader options")
+
+
+def test_a_module_passed_with_module_is_the_users_own_code_even_when_installed(tmp_path, repo):
+    """`--module mypkg.engine` from a site-packages folder (a user's package installed without -e): its loop is still
+    where the loader was iterated, not the script's line that called it, as it would be for a framework's code."""
+    shutil.copytree(OWN / "mypkg", tmp_path / "site-packages" / "mypkg")
+    script = Path(shutil.copy(OWN / "loop_in_module.py", tmp_path / "loop_in_module.py"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=f"{repo}{os.pathsep}{tmp_path / 'site-packages'}", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--output-dir", str(tmp_path / "out"), "--formats",
+                           "text", "--module", "mypkg.engine", "--", str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    engine = tmp_path / "site-packages" / "mypkg" / "engine.py"
+    loader = json.loads((tmp_path / "out" / "loop_in_module.loaders.json").read_text())["loaders"][0]
+    assert loader["iterated_at"] == f"{engine}:{line_of(engine, 'for features, target in loader')}", loader
+    assert loader["built_at"] == f"{script}:{line_of(script, 'DataLoader(')}" and loader["built_by"] is None
+    report = build_report(tmp_path / "out" / "loop_in_module.lprof")
+    assert report.loop is not None and report.loop.function.endswith("train_one_epoch")
 
 
 def test_an_argument_error_is_not_blamed_on_profile(tmp_path, repo):
