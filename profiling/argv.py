@@ -26,11 +26,7 @@ def has_flag(args: Iterable[str], flag: str) -> bool:
 
 def switch(args: list[str], on: str, off: str | None = None) -> bool | None:
     """True/False when the arguments turned an option on/off, None when they did not say."""
-    if on in args:
-        return True
-    if off is not None and off in args:
-        return False
-    return None
+    return True if on in args else False if off is not None and off in args else None
 
 
 def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:

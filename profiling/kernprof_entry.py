@@ -7,13 +7,17 @@ off in each forked child. Usage (`runner.kernprof_command`): python -m profiling
 """
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 
 
 def stop_line_tracing() -> None:
-    """Called in every forked child: drop the tracer the parent had on."""
+    """Called in every forked child: drop the tracer the parent had on, and keep the profiled functions' wrappers from
+    turning it on again (forked while no profiled function ran, in a framework's trainer, workers traced 3x slower)."""
     sys.settrace(None)
+    if hasattr(getattr(builtins, "profile", None), "enable"):
+        builtins.profile.enable = lambda *args, **kwargs: None  # type: ignore[attr-defined]
     monitoring = getattr(sys, "monitoring", None)  # Python 3.12+
     if monitoring is None:
         return

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -54,11 +54,12 @@ def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) 
 
 def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
     """kernprof through `profiling.kernprof_entry`, ignoring any config file, writing exactly `lprof`. A script without
-    `@profile` is profiled whole (`-p SCRIPT`); `modules` (`run --module`) adds the user's own, for a loop in them."""
+    `@profile` is profiled whole (`-p SCRIPT`); `modules` (`run --module`) adds the user's own, for a loop in them.
+    `--` after the script, or kernprof takes its `-c config.yaml` as code to run and its `--out` for `--outfile`."""
     targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
     auto = [arg for target in targets for arg in ("-p", target)]
     return [sys.executable, "-m", "profiling.kernprof_entry", "-l", "-q", "--no-config", *auto, "-o", str(lprof),
-            script, *args]
+            script, "--", *args]
 
 
 def kernprof_environment(loaders: Path, modules: Sequence[str] = ()) -> dict[str, str]:
@@ -134,12 +135,10 @@ def machine_meta(machine: Environment, script: Path, script_args: list[str], num
 
 def _import_report_modules() -> None:
     """Import what the report needs (pandas, matplotlib: about a second) while the script runs, not after."""
-    try:
+    with suppress(ImportError):  # a missing plotting stack is reported when the report is written
         import profiling.html  # noqa: F401
         import profiling.plots  # noqa: F401
         import profiling.report  # noqa: F401
-    except ImportError:  # a missing plotting stack is reported when the report is written
-        pass
 
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)

@@ -158,6 +158,23 @@ def test_a_loader_a_framework_builds_itself_is_edited_through_the_framework(tmp_
                                       "tinyhf takes its DataLoader options")
 
 
+def test_no_worker_traces_even_when_forked_while_no_profiled_function_runs(tmp_path, repo):
+    """In a framework's trainer started from module level, no profiled function runs when the workers fork: the
+    profiled `__getitem__`'s wrapper must not turn line tracing on in them (it did: 3x a batch on an H200)."""
+    notes = tmp_path / "notes.txt"
+    script = OWN.parent / "framework" / "traced_workers.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=f"{repo}{os.pathsep}{OWN.parent / 'framework' / 'site-packages'}", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "profiling", "run", "--try-workers", "off", "--output-dir",
+                           str(tmp_path / "out"), "--formats", "text", "--", str(script), "--out", str(notes)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("done, loss") == 2
+    seen = [line.split() for line in notes.read_text().splitlines()]
+    assert len({pid for pid, _ in seen}) >= 4 and len(seen) >= 2 * 96  # two workers an epoch, two epochs
+    assert all(traced == "False" for _, traced in seen), [s for s in seen if s[1] == "True"][:3]
+
+
 def test_a_module_passed_with_module_is_the_users_own_code_even_when_installed(tmp_path, repo):
     """`--module mypkg.engine` from a site-packages folder (a user's package installed without -e): its loop is still
     where the loader was iterated, not the script's line that called it, as it would be for a framework's code."""
@@ -175,6 +192,16 @@ def test_a_module_passed_with_module_is_the_users_own_code_even_when_installed(t
     assert loader["built_at"] == f"{script}:{line_of(script, 'DataLoader(')}" and loader["built_by"] is None
     report = build_report(tmp_path / "out" / "loop_in_module.lprof")
     assert report.loop is not None and report.loop.function.endswith("train_one_epoch")
+
+
+def test_the_scripts_own_arguments_are_never_kernprofs(tmp_path, repo):
+    """`-c config.json` is kernprof's literal code and `--out` an ambiguous prefix of its options: both reach the
+    script (kernprof ran "config.json" as code, and refused `--out`)."""
+    (tmp_path / "config.json").write_text('{"workers": 0}')
+    done = dlprof(repo, "run", "--output-dir", str(tmp_path / "o"), "--formats", "text", "--",
+                  str(OWN / "config_flags.py"), "-c", "config.json", "--out", "results", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "trained with {'workers': 0}, results in results" in done.stdout and "ADVICE" in done.stdout
 
 
 def test_an_argument_error_is_not_blamed_on_profile(tmp_path, repo):
