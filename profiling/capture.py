@@ -44,13 +44,13 @@ class Capture:
     """The loaders seen so far, and what to do to them; one per process."""
 
     def __init__(self, path: Path, set_workers: int | None = None, max_batches: int | None = None,
-                 trials: trials_module.Trials | None = None) -> None:
+                 trials: trials_module.Trials | None = None, own: str = "") -> None:
         self.path, self.set_workers, self.max_batches, self.trials = path, set_workers, max_batches, trials
         self.loaders: list[dict[str, Any]] = []
         self.stopped_after: int | None = None
         self.pid = os.getpid()
         self._skip = {os.path.dirname(os.path.abspath(__file__))}
-        self.own = {name.partition(".")[0] for name in os.environ.get(OWN_VAR, "").split(",") if name}
+        self.own = {name.partition(".")[0] for name in own.split(",") if name}  # `run --module`: OWN_VAR
 
     def caller(self) -> tuple[str, str]:
         """file:line of the script's own frame, the first outside torch, this module and installed packages (Lightning
@@ -213,7 +213,7 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     if not environ.get(PATH_VAR):
         return None
     capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)),
-                      trials_module.from_environment(environ))
+                      trials_module.from_environment(environ), environ.get(OWN_VAR, ""))
     if TARGET in sys.modules:
         capture.patch(sys.modules[TARGET])
     else:
