@@ -26,6 +26,8 @@ ROUNDS = 12        # at most this many rounds of turns, while two or more counts
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
 LOADER_BOUND = 0.05  # the untraced loop waited this share of a step: the loader holds it back
 HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
+NEAR = 2.0           # a first turn that waited under NEAR x LOADER_BOUND is timed again before deciding: on an H100
+                     # a compute-bound loop's one turn crossed 5 % in 2 of 6 runs (3-4 % over two), then tried 7 counts
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
@@ -162,7 +164,11 @@ class Trials:
                 return
             share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / base["steps"]
             self.squeezed = self.held_slower(base)
-            if (share < LOADER_BOUND or (self.own and wait <= HANDOFF_S)) and not self.squeezed:
+            keeps_up = (share < LOADER_BOUND or (self.own and wait <= HANDOFF_S)) and not self.squeezed
+            if not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2:
+                self.queue = [self.own or 0]  # near the line after one turn: decide on two
+                return
+            if keeps_up:
                 self.status = "compute-bound"
                 return self.release()
             self.status = "trying"

@@ -312,6 +312,31 @@ def test_a_gpu_step_that_computes_slower_on_its_held_cpus_than_traced_is_tried_t
     assert not on_all_cpus.squeezed
 
 
+def test_a_baseline_turn_just_over_the_line_is_timed_again_before_any_count_is_tried():
+    """conv_default1 at width 1024 on an H100 (ff643605): a compute-bound loop whose one 41-step baseline turn
+    waited over 5 % in 2 of 6 runs, 3-4 % over two turns; each time 7 counts were tried for nothing. A first turn
+    under twice the line gets a second; the decision reads both. One well over it starts the trials at once."""
+    def first_turn(wait_share: float) -> Trials:
+        trials = Trials(asked="1,2,4")
+        trials.own, trials.gpus, trials.settings, trials.queue, trials.mask = 1, 1, [1, 2, 4], [], None
+        trials.timed = {1: {"steps": 41, "seconds": 41 * 0.021, "wait_seconds": 41 * 0.021 * wait_share}}
+        trials.segments = [(1, 41, 41 * 0.021)]
+        trials.first = trials.next_setting()
+        return trials
+
+    near = first_turn(0.07)
+    assert near.status == "traced only" and near.first == 1 and near.queue == [], near.status
+    near.add_segment(1, 41, 41 * 0.021, cut=False)  # the second turn barely waited: 3.75 % over the two
+    near.timed[1] = {"steps": 82, "seconds": 82 * 0.021, "wait_seconds": 41 * 0.021 * 0.075}
+    assert near.next_setting() is None and near.status == "compute-bound"
+    far = first_turn(0.15)
+    assert far.status == "trying" and [far.first, *far.queue] == [1, 2, 4]
+    still_near = first_turn(0.07)
+    still_near.add_segment(1, 41, 41 * 0.021, cut=False)
+    still_near.timed[1] = {"steps": 82, "seconds": 82 * 0.021, "wait_seconds": 82 * 0.021 * 0.07}
+    assert still_near.next_setting() == 1 and still_near.status == "trying"  # waited 7 % in both: tried
+
+
 def test_the_report_says_how_sure_it_is_where_the_noise_straddles_the_5_percent_line():
     """conv_default1's turns on an H100 (9f3a6f2b): 4 workers 1.7 % behind 8, each timed in seven turns that
     spread 3.1-4.0 ms: the gap's two standard errors reach past 5 %, so the report says it cannot tell.
