@@ -26,8 +26,7 @@ ROUNDS = 12        # at most this many rounds of turns, while two or more counts
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
 LOADER_BOUND = 0.05  # the untraced loop waited this share of a step: the loader holds it back
 HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
-NEAR = 2.0           # a first turn that waited under NEAR x LOADER_BOUND is timed again before deciding: on an H100
-                     # a compute-bound loop's one turn crossed 5 % in 2 of 6 runs (3-4 % over two), then tried 7 counts
+NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
@@ -158,15 +157,13 @@ class Trials:
     def end_round(self) -> None:
         steps = self.steps()
         if self.status == "traced only":  # the baseline segment just ended
-            base = self.timed.get(self.own or 0)
-            if base is None or base["steps"] < MIN_TIMED:
-                self.queue = [self.own or 0]  # too short to say: time it again
-                return
-            share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / base["steps"]
-            self.squeezed = self.held_slower(base)
+            base = self.timed.get(self.own or 0) or {"steps": 0, "seconds": 1.0, "wait_seconds": 0.0}
+            share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / max(base["steps"], 1)
+            self.squeezed = base["steps"] >= MIN_TIMED and self.held_slower(base)
             keeps_up = (share < LOADER_BOUND or (self.own and wait <= HANDOFF_S)) and not self.squeezed
-            if not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2:
-                self.queue = [self.own or 0]  # near the line after one turn: decide on two
+            near = not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2
+            if base["steps"] < MIN_TIMED or near:  # too short to say, or near the line after one turn: time it again
+                self.queue = [self.own or 0]
                 return
             if keeps_up:
                 self.status = "compute-bound"
@@ -174,14 +171,11 @@ class Trials:
             self.status = "trying"
         else:
             self.rounds += 1
-            if self.rounds >= ROUNDS:
-                self.status = "tried"
-                return self.release()
-            if all(k in steps for k in self.settings):
+            if self.rounds < ROUNDS and all(k in steps for k in self.settings):
                 out = out_of_the_running({k: steps[k] for k in self.settings}, self.segments)
                 self.drop(out)
                 self.settings = [k for k in self.settings if k not in out]
-            if len(self.settings) < 2:  # one count left: it is the fastest, nothing more to part
+            if self.rounds >= ROUNDS or len(self.settings) < 2:  # or one count left: the fastest, nothing to part
                 self.status = "tried"
                 return self.release()
         order = self.settings[self.rounds % len(self.settings):] + self.settings[:self.rounds % len(self.settings)]
