@@ -7,14 +7,16 @@ fitted with the count's log as a second regressor; (2) each count's step refitte
 it (`profiling.turns.fewest_within`), both advices scored against the judge.
 From the repo root: python docs/results/issue34-h100-ff64/replay_trend.py
 """
-import glob
-import json
 import math
 import os
+import sys
 
 import numpy as np
 
 from profiling.turns import MIN_TIMED, fewest_within, measured_steps, step_noise
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "issue34-head"))
+from replay_paired import judged_records, score  # noqa: E402
 
 
 def turns_in_time(record, steps):
@@ -45,24 +47,9 @@ def detrended(rows, steps):
     return {**steps, **levels}, {k: levels[k] * math.sqrt(cov[i, i]) for i, k in enumerate(counts)}
 
 
-def score(advice, judge):
-    level = {int(k): v for k, v in judge["paired_vs_best"].items()}
-    if advice not in level:
-        return f"{advice:2}: not judged"
-    ratio = 1 / level[advice]
-    return f"{advice:2}: {ratio:.3f}" + ("" if ratio <= 1.05 and advice <= judge["knee"] + 2 else " MISS")
-
-
 position, log_count, error = [], [], []
-for path in sorted(glob.glob("docs/results/issue34-*/*/*/judge/judge.json")):
-    folder = os.path.dirname(os.path.dirname(path))
-    records = os.path.join(folder, "run.loaders.json")
-    if not os.path.exists(records):
-        continue
-    record, judge = json.load(open(records))["trials"], json.load(open(path))
+for folder, record, judge in judged_records():
     steps = measured_steps(record)
-    if not steps or not record.get("segments"):
-        continue
     rows = turns_in_time(record, steps)
     level = {int(k): v for k, v in judge["paired_vs_best"].items()}
     common = [k for k in steps if k in level and k >= 4 and any(r[0] == k for r in rows)]

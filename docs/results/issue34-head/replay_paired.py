@@ -54,15 +54,25 @@ def score(advice, judge):
     return f"{advice}: {ratio:.3f}" + ("" if ratio <= 1.05 and advice <= judge["knee"] + 2 else " MISS")
 
 
-for path in sorted(glob.glob("docs/results/issue34-*/*/*/judge/judge.json")):
-    folder = os.path.dirname(os.path.dirname(path))
-    records = os.path.join(folder, "run.loaders.json")
-    if not os.path.exists(records):
-        continue
-    record, judge = json.load(open(records))["trials"], json.load(open(path))
-    if not measured_steps(record) or not record.get("segments"):
-        continue
-    kit = fewest_within(measured_steps(record), noise=step_noise(record))
-    levels, noise = paired(record)
-    print(f"{folder.split('results/')[1]:48} best {judge['best']:2} knee {judge['knee']:2}   kit {score(kit, judge):18}"
-          f" paired {score(fewest_within(levels, noise=noise), judge)}")
+def judged_records():
+    """(folder, trials record, judge) of every issue-34 folder whose run tried counts and has a judge."""
+    for path in sorted(glob.glob("docs/results/issue34-*/*/*/judge/judge.json")):
+        folder = os.path.dirname(os.path.dirname(path))
+        records = os.path.join(folder, "run.loaders.json")
+        if not os.path.exists(records):
+            continue
+        record, judge = json.load(open(records))["trials"], json.load(open(path))
+        if measured_steps(record) and record.get("segments"):
+            yield folder, record, judge
+
+
+def main():
+    for folder, record, judge in judged_records():
+        kit = fewest_within(measured_steps(record), noise=step_noise(record))
+        levels, noise = paired(record)
+        print(f"{folder.split('results/')[1]:48} best {judge['best']:2} knee {judge['knee']:2}   "
+              f"kit {score(kit, judge):18} paired {score(fewest_within(levels, noise=noise), judge)}")
+
+
+if __name__ == "__main__":
+    main()
