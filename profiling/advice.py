@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
-from profiling.turns import LIMIT, MIN_TIMED, TOLERANCE, fewest_within, measured_steps, step_noise
+from profiling.turns import LIMIT, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within, measured_steps, step_noise
 
 LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
@@ -121,7 +121,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         gap_noise = math.hypot(noise.get(chosen, 0.0), noise.get(best, 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
-            "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step}
+            "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
+            "tried_rounds": trials.get("rounds")}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -181,6 +182,9 @@ RULES: tuple[Rule, ...] = (
          "How sure: {num_workers} workers were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
          "epochs give each count more turns and a surer answer."),
+    Rule("few_rounds", "note", lambda n: n.basis == "tried" and n.tried_rounds in range(TURNS_FOR_SPREAD),
+         "How sure: the run had time for {tried_rounds} whole round(s) of turns, too few to see how much one count's "
+         "turns vary, so counts a few % apart may rank otherwise in another run. More epochs give a surer answer."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
@@ -351,9 +355,8 @@ def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = 
     """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
     numbers = model_numbers(loop, facts, curve, trials=trials)
     fired = [rule for rule in rules if rule.when(numbers)]
-    edits: list[str] = []
-    if numbers.num_workers is not None:
-        edits = [f"#SBATCH --cpus-per-task={numbers.cpus_per_task}", *script_edits(numbers, facts)]
+    edits = [] if numbers.num_workers is None else [f"#SBATCH --cpus-per-task={numbers.cpus_per_task}",
+                                                     *script_edits(numbers, facts)]
 
     def texts(level: Level) -> list[str]:
         return [rule.text(numbers, facts.kit_script) for rule in fired if rule.level == level]

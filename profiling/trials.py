@@ -138,7 +138,6 @@ class Trials:
 
     def start(self, loader: Any) -> None:
         import torch
-
         self.own = loader.num_workers
         self.gpus = 1 if torch.cuda.is_available() else 0
         self.pin = bool(loader.pin_memory) and self.gpus > 0
@@ -165,10 +164,9 @@ class Trials:
             if base["steps"] < MIN_TIMED or near:  # too short to say, or near the line after one turn: time it again
                 self.queue = [self.own or 0]
                 return
+            self.status = "compute-bound" if keeps_up else "trying"
             if keeps_up:
-                self.status = "compute-bound"
                 return self.release()
-            self.status = "trying"
         else:
             self.rounds += 1
             if self.rounds < ROUNDS and all(k in steps for k in self.settings):
@@ -292,7 +290,6 @@ class Segmented:
 
     def __init__(self, trials: Trials, loader: Any, make: Any) -> None:
         import torch
-
         self.trials, self.loader, self.make, self.feed = trials, loader, make, trials.feed
         torch.empty((), dtype=torch.int64).random_(generator=loader.generator)  # the draw its own iterator makes
         self.feed.batches, self.feed.handed = list(loader.batch_sampler), 0  # the epoch, once, from its sampler
