@@ -14,18 +14,14 @@ from dataclasses import asdict, dataclass
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
-from profiling.turns import LIMIT, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within, measured_steps, step_noise
+from profiling.turns import (HANDOFF_MS, LIMIT, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
+                             measured_steps, step_noise)
 
-LOADER_BOUND = 0.05   # data-wait share of a step above which the loader is the bottleneck
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
 # estimate takes the top: on an H100 the average ran 1.21x slower than a sweep's best; more workers cost only idle CPUs.
 ESTIMATE_FACTOR = 1.5
 FEW_BATCHES = 20      # below this, start-up (first batch, worker start) dominates the averages
 ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch/examples on GPU)
-# With workers, the main process always waits a little per batch to take it off a queue (and the pin-memory thread):
-# not starvation, which would ask for more workers after every re-profile. On an H100: 0.20-0.42 ms median with
-# pinned memory (docs/results/advice-v2-history.md).
-HANDOFF_MS = 0.5
 CURVE_COMMAND = "python -m profiling run -- SCRIPT ARGS"  # named by an estimate: it measures in the loop
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "factor": ESTIMATE_FACTOR,
              "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL),

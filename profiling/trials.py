@@ -15,7 +15,7 @@ from typing import Any
 from profiling import interrupts
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
 from profiling.memory import memory_left_mb, private_mb
-from profiling.turns import MIN_TIMED, out_of_the_running
+from profiling.turns import HANDOFF_MS, LOADER_BOUND, MIN_TIMED, out_of_the_running
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -24,8 +24,6 @@ TRACE_BATCHES = 500
 SEGMENT_SECONDS = 2.0
 ROUNDS = 12        # at most this many rounds of turns, while two or more counts are still in the running
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
-LOADER_BOUND = 0.05  # the untraced loop waited this share of a step: the loader holds it back
-HANDOFF_S = 0.5e-3   # ... and more than a hand-over per batch (with workers)
 NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
@@ -138,6 +136,7 @@ class Trials:
 
     def start(self, loader: Any) -> None:
         import torch
+
         self.own = loader.num_workers
         self.gpus = 1 if torch.cuda.is_available() else 0
         self.pin = bool(loader.pin_memory) and self.gpus > 0
@@ -156,13 +155,15 @@ class Trials:
     def end_round(self) -> None:
         steps = self.steps()
         if self.status == "traced only":  # the baseline segment just ended
-            base = self.timed.get(self.own or 0) or {"steps": 0, "seconds": 1.0, "wait_seconds": 0.0}
-            share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / max(base["steps"], 1)
-            self.squeezed = base["steps"] >= MIN_TIMED and self.held_slower(base)
-            keeps_up = (share < LOADER_BOUND or (self.own and wait <= HANDOFF_S)) and not self.squeezed
-            near = not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2
-            if base["steps"] < MIN_TIMED or near:  # too short to say, or near the line after one turn: time it again
-                self.queue = [self.own or 0]
+            base = self.timed.get(self.own or 0)
+            if base is None or base["steps"] < MIN_TIMED:
+                self.queue = [self.own or 0]  # too short to say: time it again
+                return
+            share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / base["steps"]
+            self.squeezed = self.held_slower(base)
+            keeps_up = (share < LOADER_BOUND or (self.own and 1e3 * wait <= HANDOFF_MS)) and not self.squeezed
+            if not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2:
+                self.queue = [self.own or 0]  # near the line after one turn: decide on two
                 return
             self.status = "compute-bound" if keeps_up else "trying"
             if keeps_up:
@@ -290,6 +291,7 @@ class Segmented:
 
     def __init__(self, trials: Trials, loader: Any, make: Any) -> None:
         import torch
+
         self.trials, self.loader, self.make, self.feed = trials, loader, make, trials.feed
         torch.empty((), dtype=torch.int64).random_(generator=loader.generator)  # the draw its own iterator makes
         self.feed.batches, self.feed.handed = list(loader.batch_sampler), 0  # the epoch, once, from its sampler

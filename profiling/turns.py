@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import statistics
 
+LOADER_BOUND = 0.05  # the loop waited this share of a step for data: the loader holds it back (trials and report),
+HANDOFF_MS = 0.5     # ... unless, with workers, a hand-over at most (H100: 0.20-0.42 ms; advice-v2-history.md)
 TURNS_FOR_SPREAD = 3  # with this many turns, a count's noise is the spread of its turns' means
 MIN_TIMED = 5      # a turn counts only with this many timed batches
 PRUNE = 1.25       # after each round, settings timed in 2+ turns and slower than this x the best are dropped,
