@@ -22,6 +22,8 @@ window over its round's mean) beside the best's, the best, the knee, and with --
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 import json
 import mmap
 import os
@@ -39,6 +41,7 @@ from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.sweep import KNEE_TOLERANCE as KNEE
 
 COUNTER = "JUDGE_COUNTER"
+PERSISTENT = "JUDGE_PERSISTENT"  # "1": every loader with workers keeps them between epochs, as the advice's edit asks
 
 
 def child() -> None:
@@ -60,8 +63,27 @@ def child() -> None:
         return item
 
     dataloader._BaseDataLoaderIter.__next__ = counted
+    if os.environ.get(PERSISTENT) == "1":
+        keep_workers(dataloader.DataLoader)
     sys.argv = ["profiling.capture", *sys.argv[2:]]
     runpy.run_module("profiling.capture", run_name="__main__", alter_sys=True)
+
+
+def keep_workers(loader_class: type) -> None:
+    """persistent_workers=True on every DataLoader with workers: the judged script as the report's edit leaves it.
+    Without it a count's workers restart each epoch, inside some windows and not others (on an H100, conv_default1's
+    windows at 12 workers fell into two groups, 219-226 and 248-289 batches/s)."""
+    init = loader_class.__init__
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)  # its signature stays the DataLoader's: profiling.capture binds num_workers by name
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        bound = signature.bind(self, *args, **kwargs)
+        if (bound.arguments.get("num_workers") or 0) > 0:
+            bound.arguments["persistent_workers"] = True
+        init(*bound.args, **bound.kwargs)
+
+    loader_class.__init__ = __init__
 
 
 def read(path: Path) -> tuple[float, float]:
@@ -70,13 +92,15 @@ def read(path: Path) -> tuple[float, float]:
     return count, when
 
 
-def start(workers: int, replica: int, command: list[str], out: Path, gpus: int) -> tuple[subprocess.Popen, Path]:
+def start(workers: int, replica: int, command: list[str], out: Path, gpus: int,
+          persistent: bool = False) -> tuple[subprocess.Popen, Path]:
     """One training process of `workers`, in a session of its own (so one signal stops its workers too), held to
     the CPUs the kit's rule gives it, as `profiling sweep` holds a run."""
     name = f"w{workers}-{replica}"
     counter = out / f"{name}.counter"
     counter.write_bytes(b"\0" * 16)
-    env = dict(os.environ, **{COUNTER: str(counter), "DLPROF_LOADERS": str(out / f"{name}.loaders.json"),
+    env = dict(os.environ, **{COUNTER: str(counter), PERSISTENT: "1" if persistent else "0",
+                              "DLPROF_LOADERS": str(out / f"{name}.loaders.json"),
                               "DLPROF_SET_WORKERS": str(workers)})
     cpus = first_cpus(cpus_for_workers(workers, gpus))
     log = (out / f"{name}.log").open("w")
@@ -164,6 +188,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=0.5, help="seconds after each resume, not timed")
     ap.add_argument("--replicas", type=int, default=1, help="processes per count (their gap: noise between processes)")
     ap.add_argument("--gpus", type=int, default=1, help="0: the main process keeps 1 CPU, not 2")
+    ap.add_argument("--persistent", action="store_true",
+                    help="keep each loader's workers between epochs (persistent_workers=True), as the report's edit")
     ap.add_argument("--out", required=True)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
@@ -180,7 +206,7 @@ def main() -> int:
     try:
         turns = [(w, k) for k in range(args.replicas) for w in wanted]
         for w, k in turns:  # started one at a time, each stopped once it trains, so start-ups never overlap
-            procs[w, k] = start(w, k, command, out, args.gpus)
+            procs[w, k] = start(w, k, command, out, args.gpus, args.persistent)
             wait_for(procs[w, k][1], 2 * w + 20, procs[w, k][0])
             os.killpg(procs[w, k][0].pid, signal.SIGSTOP)
         rows = []
@@ -199,7 +225,7 @@ def main() -> int:
                     os.killpg(proc.pid, sig)
                 except ProcessLookupError:
                     pass
-    result = judge(pd.DataFrame(rows), args.advice)
+    result = {**judge(pd.DataFrame(rows), args.advice), "persistent_workers": args.persistent}
     (out / "judge.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
     return 0

@@ -7,6 +7,7 @@ of two apart, which the judge must rank, with the knee and the advice's verdict 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -65,3 +66,46 @@ def test_the_rotation_judge_refuses_bad_arguments_in_one_line(tmp_path, repo):
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert done.stderr.strip().splitlines()[-1].startswith("rotation_judge.py: error: "), done.stderr
     assert not (tmp_path / "out").exists()  # refused before anything was started or written
+
+
+SHORT_EPOCHS = """
+import os
+import time
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+class Short(Dataset):
+    def __len__(self):
+        return 40  # five batches of 8: an epoch every few tens of ms, so workers would restart often
+
+    def __getitem__(self, i):
+        time.sleep(0.002)
+        return torch.zeros(4)
+
+def started(worker):
+    with open(os.path.join(os.environ["STARTS"], f"w{get_worker_info().num_workers}.txt"), "a") as log:
+        log.write(f"{worker}\\n")
+
+loader = DataLoader(Short(), batch_size=8, num_workers=1, worker_init_fn=started)
+while True:
+    for x in loader:
+        time.sleep(0.002)
+"""
+
+
+def test_the_judge_can_keep_the_workers_between_epochs_as_the_reports_edit_does(tmp_path, repo):
+    """--persistent: the judged script runs as the report leaves it (persistent_workers=True), its workers started
+    once per count however many epochs pass; without it they restart every epoch."""
+    script = tmp_path / "short_epochs.py"
+    script.write_text(SHORT_EPOCHS)
+    for flag, starts in (["--persistent"], tmp_path / "kept"), ([], tmp_path / "restarted"):
+        starts.mkdir()
+        done = subprocess.run([sys.executable, str(repo / "benchmarks" / "rotation_judge.py"), "--workers", "2",
+                               "--rounds", "2", "--window", "0.5", "--warmup", "0.2", "--gpus", "0", *flag,
+                               "--out", str(tmp_path / f"judge{len(flag)}"), "--", str(script)],
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "STARTS": str(starts)})
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads((tmp_path / f"judge{len(flag)}" / "judge.json").read_text())
+        assert result["persistent_workers"] is bool(flag)
+    assert sorted((tmp_path / "kept" / "w2.txt").read_text().split()) == ["0", "1"]  # each worker once
+    assert len((tmp_path / "restarted" / "w2.txt").read_text().split()) > 10  # two at each of many epochs

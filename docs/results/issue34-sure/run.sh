@@ -3,8 +3,10 @@
 # judged by benchmarks/rotation_judge.py with more rounds, paired by round, and a 90 % interval for its ratio.
 # From the repo root: ROUNDS=12 OUT=/tmp/x bash THIS NAME...   (NAME: tiny_mlp, conv_default1, small_files,
 # augment_heavy or cpu_mixup; the profiled and judged commands are those of ../issue34-persistent/run.sh)
+# JUDGES="persistent plain": judge the script as the report's edit leaves it (persistent_workers=True, into judge/),
+# then as it is (into judge-plain/); the default judges it as it is only, into judge/.
 set -uo pipefail
-OUT=${OUT:-/tmp/sure}; ROUNDS=${ROUNDS:-12}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/sure}; ROUNDS=${ROUNDS:-12}; JUDGES=${JUDGES:-plain}; mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,uuid --format=csv,noheader; nproc; python3 -c "import torch, line_profiler; print(torch.__version__, line_profiler.__version__)"; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 since() { awk "BEGIN{printf \"%.0f\", $(date +%s.%N) - $1}"; }
@@ -22,10 +24,15 @@ for name in "$@"; do
     grep -m1 'Measured in your run' "$d/run.log"
     cp "$d"/run/*.report.json "$d/run.report.json"; cp "$d"/run/*.loaders.json "$d/run.loaders.json"; rm -rf "${d:?}/run"
     k=$(python3 -c "import json; print(json.load(open('$d/run.report.json'))['advice']['num_workers'])")
-    start=$(date +%s.%N)
-    timeout 300 python3 benchmarks/rotation_judge.py --workers 2,4,6,8,12 --advice "$k" --replicas 1 \
-        --rounds "$ROUNDS" --window 1.5 --warmup 0.5 --out "$d/judge" -- "benchmarks/styles/$name.py" "${judged[@]}" \
-        > "$d/judge.log" 2>&1
-    echo "$name judged ($(since "$start") s): $(tail -1 "$d/judge.log")"
-    rm -f "$d"/judge/*.counter "$d"/judge/*.loaders.json
+    for how in $JUDGES; do
+        flag=(); into=judge
+        [ "$how" = persistent ] && flag=(--persistent)
+        [ "$how" = plain ] && [ "$JUDGES" != plain ] && into=judge-plain
+        start=$(date +%s.%N)
+        timeout 300 python3 benchmarks/rotation_judge.py --workers 2,4,6,8,12 --advice "$k" --replicas 1 "${flag[@]}" \
+            --rounds "$ROUNDS" --window 1.5 --warmup 0.5 --out "$d/$into" -- "benchmarks/styles/$name.py" \
+            "${judged[@]}" > "$d/$into.log" 2>&1
+        echo "$name judged $how ($(since "$start") s): $(tail -1 "$d/$into.log")"
+        rm -f "$d/$into"/*.counter "$d/$into"/*.loaders.json
+    done
 done
