@@ -140,8 +140,11 @@ def paired(frame: pd.DataFrame) -> pd.DataFrame:
 
 def judge(frame: pd.DataFrame, advice: int | None, draws: int = 2000) -> dict:
     """Each count's median window, and from the paired windows each count's level (its median over rounds),
-    the best, the knee and the verdict, all from those levels, with a 90 % interval for the ratio (rounds drawn
-    again with replacement): a verdict whose interval straddles 1.05 is not sure, and the judge says so."""
+    the best, the knee and the verdict, all from those levels, with a 90 % interval for the ratio: a verdict whose
+    interval straddles 1.05 is not sure, and the judge says so. The interval draws the rounds again with replacement
+    and, with --replicas 2 or more, each count's processes too: one process of a count can run 15 % slower than its
+    twins all through (cpu_mixup at 6 workers on the H100 e8257a6a: 23.1 against 27.2 and 27.1 batches/s), which
+    rounds alone never see. With one process per count that luck is not in the interval (processes_per_count: 1)."""
     rate = frame.groupby("workers")["rate"].median()
     relative = paired(frame)
     level = relative.median()
@@ -149,15 +152,28 @@ def judge(frame: pd.DataFrame, advice: int | None, draws: int = 2000) -> dict:
     knee = min(int(w) for w, v in level.items() if v * (1 + KNEE) >= level[best])  # fewest within 5 %
     spread = frame.groupby("workers")["rate"].agg(lambda s: s.max() / s.min() - 1)
     per_process = frame.groupby(["workers", "replica"])["rate"].median().unstack()
+    processes = int(frame.groupby("workers")["replica"].nunique().min())
     result = {"batches_per_sec": {int(w): round(r, 1) for w, r in rate.items()},
               "paired_vs_best": {int(w): round(float(v / level[best]), 3) for w, v in level.items()},
               "windows_differed_by": {int(w): round(s, 3) for w, s in spread.items()},
               "per_process": {int(w): [round(v, 1) for v in row.dropna()] for w, row in per_process.iterrows()},
-              "rounds": len(relative), "best": best, "knee": knee}
+              "rounds": len(relative), "processes_per_count": processes, "best": best, "knee": knee}
     if advice is not None and advice in relative.columns:
         ratio = float(level[best] / level[advice])  # the statistic the knee is drawn from
-        pick = np.random.default_rng(0).integers(0, len(relative), (draws, len(relative)))
-        again = [relative.iloc[rows].median() for rows in pick]
+        rng, counts = np.random.default_rng(0), list(relative.columns)
+        cube = frame.groupby(["round", "workers", "replica"])["rate"].median().unstack(["workers", "replica"])
+        cube = cube.reindex(columns=pd.MultiIndex.from_product([counts, range(processes)])).to_numpy()
+        cube = cube.reshape(len(cube), len(counts), processes)  # rounds x counts x processes
+        cube = cube[~np.isnan(cube).any(axis=(1, 2))]  # whole rounds only (a time limit can cut the last)
+        again = []
+        for _ in range(draws):
+            if processes > 1:  # each count's processes drawn again, then each round's median over them
+                picked = rng.integers(0, processes, (len(counts), processes))
+                wide = np.median(np.take_along_axis(cube, picked[None], axis=2), axis=2)
+                drawn = pd.DataFrame(wide / np.exp(np.log(wide).mean(axis=1, keepdims=True)), columns=counts)
+            else:
+                drawn = relative
+            again.append(drawn.iloc[rng.integers(0, len(drawn), len(drawn))].median())
         low, high = np.quantile([drawn[best] / drawn[advice] for drawn in again], [0.05, 0.95])
         result.update(advice=advice, ratio=round(ratio, 3), ratio_90pct=[round(float(low), 3), round(float(high), 3)],
                       within_5pct=bool(ratio <= 1 + KNEE), sure=bool(high <= 1 + KNEE or low > 1 + KNEE),
