@@ -11,13 +11,16 @@ process runs at a time, so they never share a CPU or the GPU's time.
 
 Each child counts the batches of every DataLoader iterator into a small shared file (count, time of the last
 batch); a window's rate is batches over the seconds between its first and last counted batch, after a warm-up
-that lets the workers refill. Size the script's epochs long (its worker restarts fall inside some windows).
+that lets the workers refill. Size the script's epochs long (its worker restarts fall inside some windows), or
+pass --persistent to judge it as the report's edit leaves it (persistent_workers=True: no restarts). One process
+of a count can run 12-15 % behind its twins all through: --replicas 3 judges three a count and draws them again.
 
-    python benchmarks/rotation_judge.py --workers 2,4,8,12 --rounds 10 --out DIR -- SCRIPT [ARGS...]
+    python benchmarks/rotation_judge.py --workers 2,4,8,12 --rounds 10 --persistent --replicas 3 --out DIR -- SCRIPT
 
 DIR/windows.csv: every window; DIR/judge.json: each count's median batches/s and spread, its paired level (each
 window over its round's mean) beside the best's, the best, the knee, and with --advice K the two goals of issue 34
-(within 5 % of the best, at most knee + 2), the ratio's 90 % interval, and whether it is sure of the first.
+(within 5 % of the best, at most knee + 2), the ratio's 90 % interval, and whether it is sure of the first; also
+how many processes a count had and whether the workers were kept.
 """
 from __future__ import annotations
 
