@@ -137,7 +137,11 @@ def paired(frame: pd.DataFrame) -> pd.DataFrame:
     """Each round's windows over that round's geometric mean (rounds x counts; rounds missing a count are
     left out): a drift that slows a whole round cancels. On eleven H100 judges of issue 34 it took one count's
     windows' coefficient of variation from 5-14 % to 3-9 % (augment_heavy's steep curve: 17 to 16 %)."""
-    wide = frame.groupby(["round", "workers"])["rate"].median().unstack().dropna()
+    return over_round_mean(frame.groupby(["round", "workers"])["rate"].median().unstack().dropna())
+
+
+def over_round_mean(wide: pd.DataFrame) -> pd.DataFrame:
+    """Each row (a round's rate of every count) over its geometric mean."""
     return wide.div(np.exp(np.log(wide).mean(axis=1)), axis=0)
 
 
@@ -173,7 +177,7 @@ def judge(frame: pd.DataFrame, advice: int | None, draws: int = 2000) -> dict:
             if processes > 1:  # each count's processes drawn again, then each round's median over them
                 picked = rng.integers(0, processes, (len(counts), processes))
                 wide = np.median(np.take_along_axis(cube, picked[None], axis=2), axis=2)
-                drawn = pd.DataFrame(wide / np.exp(np.log(wide).mean(axis=1, keepdims=True)), columns=counts)
+                drawn = over_round_mean(pd.DataFrame(wide, columns=counts))
             else:
                 drawn = relative
             again.append(drawn.iloc[rng.integers(0, len(drawn), len(drawn))].median())

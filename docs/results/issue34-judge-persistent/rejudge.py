@@ -1,6 +1,7 @@
 """Each judge of this folder again from its windows, with today's benchmarks/rotation_judge.judge (its interval
 draws each count's processes as well as its rounds), beside the verdict the device printed. The cpu_mixup judge
-with three processes per count hit its time limit after seven whole rounds: its judge.json is written here.
+with three processes per count (run with --persistent, as every judge here but judge-plain/) hit its time limit after
+seven whole rounds: its judge.json is written here.
 From the repo root: python docs/results/issue34-judge-persistent/rejudge.py
 """
 import json
@@ -22,7 +23,8 @@ for windows in sorted(HERE.glob("h100-*/*/judge*/windows.csv")):
     if first is None:
         written = {**again, "persistent_workers": True, "written_by": "rejudge.py"}
         printed.write_text(json.dumps(written, indent=1) + "\n")
-    was = f"printed {first['ratio']} {first['ratio_90pct']}" if first else "none printed (time limit)"
+    printed_by_device = first is not None and "written_by" not in first
+    was = f"printed {first['ratio']} {first['ratio_90pct']}" if printed_by_device else "none printed (time limit)"
     print(f"{folder.relative_to(HERE)!s:42} processes {again['processes_per_count']}  best {again['best']:2}  knee "
           f"{again['knee']:2}  advice {advice:2}  {again['ratio']} {again['ratio_90pct']} sure {again['sure']!s:5}  "
           f"knee+2 {again['at_most_knee_plus_2']!s:5}  ({was})")
