@@ -23,11 +23,9 @@ ESTIMATE_FACTOR = 1.5
 FEW_BATCHES = 20      # below this, start-up (first batch, worker start) dominates the averages
 ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch/examples on GPU)
 CURVE_COMMAND = "python -m profiling run -- SCRIPT ARGS"  # named by an estimate: it measures in the loop
-CONSTANTS = {"handoff_ms": HANDOFF_MS, "factor": ESTIMATE_FACTOR,
-             "fed_pct": round(100 * FED_SHARE), "level_pct": round(100 * LEVEL),
-             "starve_pct": round(100 * (1 / FED_SHARE - 1))}
-# Share of the workers' time opening and reading files (io_split in the run's meta, from `python -m small_files split`)
-# above which the files, not the decoding, are the cost.
+CONSTANTS = {"handoff_ms": HANDOFF_MS, "factor": ESTIMATE_FACTOR, "fed_pct": round(100 * FED_SHARE),
+             "level_pct": round(100 * LEVEL), "starve_pct": round(100 * (1 / FED_SHARE - 1))}
+# Share of the workers' time reading files (io_split in the run's meta) above which the files, not decoding, cost most.
 READS_DOMINATE = 0.5
 
 
@@ -114,11 +112,13 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
                             traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
         best, best_step = fastest[0]
+        least_wait = min(t["wait_seconds"] / t["seconds"] for k, t in trials["settings"].items() if int(k) in steps)
+        capped = not needs_cpus and max(steps) >= worker_cap and least_wait >= LOADER_BOUND  # waited at every count
         gap_noise = math.hypot(noise.get(chosen, 0.0), noise.get(best, 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
             "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
-            "tried_rounds": trials.get("rounds")}
+            "tried_rounds": trials.get("rounds"), "tried_wait_pct": 100 * least_wait}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -148,8 +148,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers"),
         "traced_step_ms": 1e3 * (loop.wait_per_batch + loop.compute_per_batch),
         "untraced_step_ms": None if own is None else 1e3 * sum(own),
-        "traced_batches": (trials or {}).get("traced_batches"),
-        "fallback": "" if untraced or not trials else status})
+        "traced_batches": (trials or {}).get("traced_batches"), "fallback": "" if untraced or not trials else status})
 
 
 RULES: tuple[Rule, ...] = (
@@ -169,7 +168,11 @@ RULES: tuple[Rule, ...] = (
          "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
-    Rule("fewest_within", "advice", lambda n: n.basis == "tried",
+    Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped,
+         "At every count tried, up to the {worker_cap} worker(s) that {cpus} CPU(s) run beside the main process, your "
+         "loop waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs "
+         "and profile again."),
+    Rule("fewest_within", "advice", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured, or "
          "closer to it than the measurement's own noise (one standard error of the two means) and within 5%; "
          "each count was timed untraced in turns of your own loop, warm-up batches left out."),
@@ -212,14 +215,13 @@ RULES: tuple[Rule, ...] = (
          "is {factor} times that, {estimate_high}, because workers hand batches over in a fixed order and "
          "one slow batch stalls the loop."),
     Rule("estimate", "advice", lambda n: n.basis == "estimate",
-         "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the "
-         "average need) and {estimate_high}. For a measured number, profile two epochs or more with "
-         "{curve_command}: it times your loop untraced while worker counts take turns in it."),
+         "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the average "
+         "need) and {estimate_high}. For a measured number, profile two epochs or more with {curve_command}: it "
+         "times your loop untraced while worker counts take turns in it."),
     Rule("curve_too_short", "advice", lambda n: n.curve_short,
-         "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does "
-         "not reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that "
-         "{cpu_ceiling} CPU(s) hold are needed; the advice falls back to the estimate. Measure the curve in a "
-         "job with the CPUs you mean to ask for."),
+         "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does not "
+         "reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that {cpu_ceiling} "
+         "CPU(s) hold are needed; the advice falls back to the estimate. Measure it with the CPUs you will ask for."),
     Rule("workers_from_paced_curve", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
@@ -233,7 +235,8 @@ RULES: tuple[Rule, ...] = (
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,
          "Measured: with each batch held {curve_hold_ms:g} ms, as your loop holds it, the main process alone "
          "(num_workers=0) kept the loop fed, so no workers are needed and their CPUs are saved."),
-    Rule("capped_by_cpus", "advice", lambda n: n.capped and (n.loader_bound or n.basis == "measured"),
+    Rule("capped_by_cpus", "advice",
+         lambda n: n.capped and n.basis != "tried" and (n.loader_bound or n.basis == "measured"),
          "Keeping up needs more workers than {cpu_ceiling} CPU(s) can run beside the main process, so "
          "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
          "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
@@ -295,6 +298,8 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
+    "capped_in_run": "Up to the {worker_cap} worker(s) {cpus} CPU(s) hold, it waited {tried_wait_pct:.0f}% or more: "
+                     "ask for more CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
                      "(or its noise, up to 5%).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",

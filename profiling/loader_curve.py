@@ -282,8 +282,7 @@ def loader_command(args: Any) -> int:
     curve.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         env = {**os.environ, capture.PATH_VAR: str(Path(scratch) / "loaders.json"), CURVE_VAR: str(curve),
-               SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches),
-               HOLD_VAR: str(args.hold_ms)}
+               SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches), HOLD_VAR: str(args.hold_ms)}
         code = subprocess.run([sys.executable, "-m", "profiling.loader_curve", *args.command], env=env).returncode
     if not curve.is_file():
         print(f"profiling loader: no curve measured (the script exited with code {code} before a DataLoader "

@@ -280,8 +280,7 @@ def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
     body = rows[(rows["line"] >= loop.body_start) & (rows["line"] <= loop.body_end)
                 & ~rows["line"].isin(loop.header)]
     header_hits = int(header["hits"].max()) if len(header) else 0
-    # The first body line runs once per batch in every line_profiler version; the header once more per loop start
-    # in most (not 4.0.0), so it is only a fallback.
+    # The first body line runs once a batch in any line_profiler; the header (+1 a loop, not in 4.0.0) backs it up.
     batches = _hits(rows, loop.body_start) or max(header_hits - 1, 0) or header_hits
     entries = _hits(rows, loop.function_start) or None
     return LoopSummary(file=loop.file, function=loop.function, header_line=loop.header[0], batches=batches,
@@ -324,9 +323,7 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
     seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
     total = float(seconds.sum())
     return pd.DataFrame({
-        "phase": list(PHASES),
-        "seconds": seconds.to_numpy(dtype=float),
+        "phase": list(PHASES), "seconds": seconds.to_numpy(dtype=float),
         "pct": (100.0 * seconds / total).to_numpy(dtype=float) if total > 0 else [0.0] * len(PHASES),
         "per_batch_ms": (1e3 * seconds / loop.batches).to_numpy(dtype=float) if not whole and loop.batches
-        else [float("nan")] * len(PHASES),
-    })
+        else [float("nan")] * len(PHASES)})

@@ -80,8 +80,7 @@ def plot_phases(phases: pd.DataFrame, path: Path) -> Path:
     rows = phases[phases["seconds"] > 0].iloc[::-1]
     fig = new_figure(8, 0.5 * max(len(rows), 3) + 1.2, layout=None)
     ax = fig.add_subplot()
-    ax.barh(rows["phase"], rows["seconds"],
-            color=[PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]])
+    ax.barh(rows["phase"], rows["seconds"], color=[PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]])
     for y, (sec, pct) in enumerate(zip(rows["seconds"], rows["pct"])):
         ax.annotate(f" {pct:.1f} %", (sec, y), va="center", fontsize=9)
     ax.set_xlabel("seconds")

@@ -116,6 +116,7 @@ class AdviceNumbers:
     behind_pct: float | None = None     # the advised count's step behind the fastest's, in %, ...
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_rounds: int | None = None     # the whole rounds of turns the run had time for
+    tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step
     traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)
     untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers
     traced_batches: int | None = None   # the batches line tracing covered

@@ -378,6 +378,47 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_round_of_
     assert few_rounds(6) == []
 
 
+def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
+    """A loop run unseen on 2 CPUs (a progress-bar generator around its loader): the one worker they hold was the
+    only count tried, and the loop waited 76 % of each step with it. The report must say the loader stays the
+    bottleneck for want of CPUs, not only "keep 1 worker", and has no "fewest within" to draw from one count."""
+    loop = LoopSummary("progress.py", "train", 11, 61, 61 * 0.0391, 61 * 0.0143, 1)
+    one = {"steps": 103, "seconds": 103 * 0.04287, "wait_seconds": 103 * 0.0327}
+
+    def fired(cpus: int, settings: dict) -> tuple[dict, object]:
+        numbers = model_numbers(loop, JobFacts(cpus=cpus, gpus=0, num_workers=1), trials={
+            "status": "tried", "own_workers": 1, "rounds": 1, "settings": settings})
+        return {rule.name: rule.brief(numbers) for rule in RULES if rule.when(numbers)}, numbers
+
+    said, numbers = fired(2, {"1": one})
+    assert numbers.num_workers == 1 and numbers.capped and round(numbers.tried_wait_pct) == 76
+    assert "fewest_within" not in said and "ask for more CPUs" in said["capped_in_run"], said
+    assert "capped_by_cpus" not in said  # the curve's and the estimate's wording, not the run's
+    # on 16 CPUs the trials went on to 14 workers: the one that waited no more is no reason to ask for CPUs
+    said, numbers = fired(16, {"1": one, "14": {"steps": 200, "seconds": 200 * 0.0150, "wait_seconds": 200 * 3e-4}})
+    assert numbers.num_workers == 14 and not numbers.capped and "capped_in_run" not in said
+    assert "fewest_within" in said
+
+
+def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_cpus(tmp_path, repo):
+    """The same from a real CPU run held to two CPUs: 0 and 1 worker are all they hold, and each batch sleeps 40 ms
+    in the loader against a step of about a millisecond, so the loop waits at both counts by construction."""
+    two = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:2])
+    if len(two.split(",")) < 2:
+        pytest.skip("needs two CPUs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    done = subprocess.run(["taskset", "-c", two, sys.executable, "-m", "profiling", "run", "--segment-seconds", "0.1",
+                           "--formats", "text", "--output-dir", str(tmp_path), "--", str(SLEEPY), "--epochs", "3",
+                           "--items", "96", "--item-ms", "5"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    numbers = build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers
+    assert numbers.basis == "tried" and set(numbers.tried) == {0, 1} and numbers.cpus == 2 and numbers.capped
+    why = done.stdout.split("Why:")[1].split("(the curve")[0]
+    assert "Up to the 1 worker(s) 2 CPU(s) hold, it waited" in why and "ask for more CPUs" in why, why
+
+
 def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_traced_part():
     """There the difference is not tracing's cost, and the report must not call it that."""
     loop = LoopSummary("cpu_mixup.py", "fit", 48, 128, 128 * 0.0156, 128 * 0.0441, 1)
