@@ -113,7 +113,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
         best, best_step = fastest[0]
         least_wait = min(t["wait_seconds"] / t["seconds"] for k, t in trials["settings"].items() if int(k) in steps)
-        capped = not needs_cpus and max(steps) >= worker_cap and least_wait >= LOADER_BOUND  # waited at every count
+        capped = not needs_cpus and max(steps) >= facts.cpus - main_cpus and least_wait >= LOADER_BOUND  # at every k
         gap_noise = math.hypot(noise.get(chosen, 0.0), noise.get(best, 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
@@ -169,9 +169,9 @@ RULES: tuple[Rule, ...] = (
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped,
-         "At every count tried, up to the {worker_cap} worker(s) that {cpus} CPU(s) run beside the main process, your "
-         "loop waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs "
-         "and profile again."),
+         "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
+         "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
+         "profile again."),
     Rule("fewest_within", "advice", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured, or "
          "closer to it than the measurement's own noise (one standard error of the two means) and within 5%; "
@@ -298,7 +298,7 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "capped_in_run": "Up to the {worker_cap} worker(s) {cpus} CPU(s) hold, it waited {tried_wait_pct:.0f}% or more: "
+    "capped_in_run": "At every count your {cpus} CPU(s) hold, it waited {tried_wait_pct:.0f}% or more: "
                      "ask for more CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
                      "(or its noise, up to 5%).",

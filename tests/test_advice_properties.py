@@ -59,7 +59,8 @@ def check(numbers: AdviceNumbers) -> None:
         assert steps[numbers.num_workers] <= allowed(numbers.num_workers)
         assert all(steps[k] > allowed(k) for k in steps if k < numbers.num_workers)
     if "capped_in_run" in fired:  # more CPUs asked for only where the loop waited at the most workers they hold
-        assert numbers.loader_bound and max(numbers.tried) >= numbers.worker_cap and numbers.tried_wait_pct >= 5
+        assert numbers.loader_bound and max(numbers.tried) >= numbers.cpus - numbers.main_cpus
+        assert numbers.tried_wait_pct >= 5
     if "capped_by_cpus" in fired or "no_room_for_spare" in fired:
         assert numbers.loader_bound
     if numbers.workers_known and numbers.current_workers > max(numbers.cpus - numbers.main_cpus, 0):
