@@ -299,7 +299,7 @@ BRIEF: dict[str, str] = {
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
     "capped_in_run": "At every count your {cpus} CPU(s) hold, it waited {tried_wait_pct:.0f}% or more: "
-                     "ask for more CPUs.",
+                     "profile again with more CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
                      "(or its noise, up to 5%).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",

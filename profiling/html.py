@@ -47,12 +47,10 @@ def _list(items: Iterable[object]) -> str:
 
 def _advice_section(report: Report) -> str:
     advice = report.advice
-    parts = [
-        "<section class='advice'><h2>Advice</h2>",
-        f"<p><b>num_workers:</b> {_esc(advice.num_workers if advice.num_workers is not None else 'no change')}"
-        " &nbsp; <b>--cpus-per-task:</b> "
-        f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>",
-    ]
+    parts = ["<section class='advice'><h2>Advice</h2>",
+             f"<p><b>num_workers:</b> {_esc(advice.num_workers if advice.num_workers is not None else 'no change')}"
+             " &nbsp; <b>--cpus-per-task:</b> "
+             f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>"]
     for title, items in (("Why", advice.reasons), ("Warnings", advice.warnings), ("Also", advice.notes)):
         if items:
             parts.append(f"<h3>{title}</h3>" + _list(items))

@@ -17,10 +17,8 @@ from typing import Any
 
 from profiling.records import LineProfile, ProfileError
 
-# Data-only builtins that old pickle protocols reach through a global; none can run code.
-_SAFE_BUILTINS = frozenset({"set", "frozenset", "complex"})
-# Opcodes whose argument is a memo index.
-_MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"})
+_SAFE_BUILTINS = frozenset({"set", "frozenset", "complex"})  # data-only builtins old pickles reach through a global
+_MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"})  # opcodes with a memo index
 
 # Generous ceiling: a real profile of hundreds of functions is well under a few MB.
 MAX_BYTES = 512 * 1024 * 1024

@@ -107,6 +107,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
                              (trials or {}).get("loader"))
+    built = sum(e.get("built_at") == loader["built_at"] for e in loaders) if loader and loader.get("built_at") else 0
+    if built > 1 and (trials or {}).get("status") not in ("tried", "compute-bound"):
+        notes.append(f"the DataLoader at {loader['built_at']} was built {built} times: its workers started anew each "
+                     "time and no worker count could be tried in it. Build it once, before the epoch loop")
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)

@@ -112,6 +112,18 @@ def line_of(path: Path, text: str) -> int:
     return 1 + next(i for i, line in enumerate(path.read_text().splitlines()) if text in line)
 
 
+def test_a_dataloader_built_anew_every_epoch_is_named_with_what_to_change(tmp_path, repo):
+    """Each epoch's new DataLoader is a loader of one epoch, so no worker count can be tried in it: the report must
+    say why and what to change, and the training must still run all its epochs."""
+    done = dlprof(repo, "run", "--formats", "text", "--curve-seconds", "0.2", "--output-dir", str(tmp_path), "--",
+                  str(OWN / "loader_each_epoch.py"), "--epochs", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [f"epoch {e} done" in done.stdout for e in range(3)] == [True] * 3
+    notes = build_report(tmp_path / "loader_each_epoch.lprof").notes
+    said = [n for n in notes if "was built 3 times" in n]
+    assert said and "loader_each_epoch.py:26" in said[0] and "Build it once, before the epoch loop" in said[0], notes
+
+
 def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):
     """The loop is in installed code (a stand-in for Lightning's Trainer.fit): no profiled line shows it, so
     the run is not refused, and the report rests on the loop the DataLoader hook timed untraced, with the

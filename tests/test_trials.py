@@ -392,7 +392,7 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
 
     said, numbers = fired(2, {"1": one})
     assert numbers.num_workers == 1 and numbers.capped and round(numbers.tried_wait_pct) == 76
-    assert "fewest_within" not in said and "ask for more CPUs" in said["capped_in_run"], said
+    assert "fewest_within" not in said and "profile again with more CPUs" in said["capped_in_run"], said
     assert "capped_by_cpus" not in said  # the curve's and the estimate's wording, not the run's
     # on 16 CPUs the trials went on to 14 workers: the one that waited no more is no reason to ask for CPUs
     said, numbers = fired(16, {"1": one, "14": {"steps": 200, "seconds": 200 * 0.0150, "wait_seconds": 200 * 3e-4}})
@@ -416,7 +416,7 @@ def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_
     numbers = build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers
     assert numbers.basis == "tried" and set(numbers.tried) == {0, 1} and numbers.cpus == 2 and numbers.capped
     why = done.stdout.split("Why:")[1].split("(the curve")[0]
-    assert "At every count your 2 CPU(s) hold, it waited" in why and "ask for more CPUs" in why, why
+    assert "At every count your 2 CPU(s) hold, it waited" in why and "profile again with more CPUs" in why, why
 
 
 def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_traced_part():
