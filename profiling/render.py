@@ -48,7 +48,7 @@ def _loop_lines(report: Report) -> list[str]:
     traced = f"the first {n.traced_batches} batches traced" if n and n.traced_batches else "traced"
     where = f"in {loop.function}()" if loop.function else "(timed through its DataLoader, not in the profiled lines)"
     lines = [f"Training loop: {loop.file}:{loop.header_line} {where}, {loop.batches} batches ({traced})",
-             f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({100 * loop.wait_fraction:.1f}% of a step)",
+             f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({loop.wait_fraction:.1%} of a traced step)",
              f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
     if n and n.untraced_step_ms and n.held_cpus:  # held to fewer CPUs than the traced part had: not tracing's cost
         lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced on the "

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Profile every script in scripts/ unmodified, with its own defaults, as a user would, and print each ADVICE block.
+# From the repo root, on any machine: OUT=/tmp/unseen bash docs/results/unseen-styles-cpu/run.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/unseen}; here=$(dirname "$0")
+mkdir -p "$OUT"
+for script in "$here"/scripts/*.py; do
+    name=$(basename "$script" .py)
+    python3 -m profiling run --formats text,json --output-dir "$OUT/$name" -- "$script" > "$OUT/$name.log" 2>&1
+    echo "== $name: exit $?"
+    sed -n '/^ADVICE/,/(the curve, the other/p' "$OUT/$name.log"
+    grep -m1 "dlkit-prof run: error" "$OUT/$name.log"
+done
