@@ -298,11 +298,11 @@ def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary |
 
 
 def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
-    """The training loop as the DataLoader hook timed it, for a loop no profiled line shows (a framework's trainer):
-    where its loader was iterated, the traced part's wait and compute. Only where the run timed that loop untraced,
-    so the advice rests on the measurement. `function` is "": its lines were not profiled."""
+    """The training loop as the DataLoader hook timed it, for a loop no profiled line shows (a framework's trainer, a
+    loop at module level): where its loader was iterated, the traced part's wait and compute. Too short to try worker
+    counts, the advice falls back to the curve and says so. `function` is "": its lines were not profiled."""
     traced = (trials or {}).get("traced") or {}
-    if not loaders or (trials or {}).get("status") not in ("tried", "compute-bound") or traced.get("steps", 0) < 1:
+    if not loaders or traced.get("steps", 0) < 1:
         return None
     chosen = (trials or {}).get("loader") or loaders[0]  # the trials' training loader (older records: the first)
     where, _, line = str(chosen.get("iterated_at", "")).rpartition(":")

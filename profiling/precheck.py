@@ -1,10 +1,10 @@
 """Before `run` starts anything: can a training loop be reached in what will be profiled?
 
 Why: without a loop in a profiled function the whole job runs first and only then ends in "the profile is empty", a
-wasted job on a cluster. A script with no loop found that names a DataLoader or a Trainer (a framework's trainer) is
-not refused: the run times the loop through the DataLoader. This reads the source (never runs it: well under a second)
-and finds the loops the report would, by `profiling.phases`' rules, in the `@profile` functions (else every function)
-and `--module`s.
+wasted job on a cluster. A script with no loop found that names a DataLoader or a Trainer (a framework's trainer), or
+a loop at module level beside functions to profile, is not refused: the run times the loop through the DataLoader.
+This reads the source (never runs it: well under a second) and finds the loops the report would, by
+`profiling.phases`' rules, in the `@profile` functions (else every function) and `--module`s.
 """
 from __future__ import annotations
 
@@ -92,16 +92,15 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
     if decorated_only:
         return (f"no training loop in the @profile function(s) of {script}: put @profile on the function with "
                 f"the `for ... in <loader>` loop, or remove every @profile to profile the whole script")
-    line = module_level_loop(path)
-    if line is not None:
-        return (f"the training loop at {script}:{line} runs at module level, where line_profiler cannot time "
-                f"lines: move it into a function (def main(): ...) and call that")
     for name in local_imports(path, roots):
         if any(loops_in(f) for f in module_files(name, roots) or []):
             return f"no training loop in {script} itself; it is in your module {name}: pass --module {name}"
-    text = path.read_text(encoding="utf-8", errors="replace").lower()
-    if "dataloader" in text or "trainer" in text:  # Hugging Face's Trainer builds its own DataLoader
-        return None  # a framework's trainer iterates it: the loop is timed through it (profiling.phases.hooked_loop)
+    text, line = path.read_text(encoding="utf-8", errors="replace").lower(), module_level_loop(path)
+    if ("dataloader" in text or "trainer" in text) and (line is None or any(_functions(parse_script(path), False))):
+        return None  # a trainer's loop, or one at module level beside functions to profile: timed by its DataLoader
+    if line is not None:
+        return (f"the training loop at {script}:{line} runs at module level, where line_profiler cannot time "
+                f"lines: move it into a function (def main(): ...) and call that")
     return (f"no `for ... in <loader>` training loop and no DataLoader in {script}: if they live in your own "
             f"package, pass --module NAME")
 

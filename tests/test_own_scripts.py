@@ -99,6 +99,33 @@ def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, r
     assert unreachable_loop(str(OWN / "loop_in_module.py"), ["mypkg.engine"], decorated_only=False) is None
 
 
+def test_a_loop_at_module_level_is_timed_through_its_dataloader_not_refused(tmp_path, repo):
+    """PyTorch's tutorials train at module level, beside a model class. line_profiler cannot time the loop's lines,
+    but the DataLoader hook can time the loop, as it does a framework's: the run trains, tries worker counts in the
+    epochs after the first, and advises from the loop it timed. (With no function at all to profile, as in
+    module_level_loop.py, the run is still refused: kernprof would record nothing.)"""
+    script = OWN / "module_level_tutorial.py"
+    assert unreachable_loop(str(script), [], decorated_only=False) is None
+    done = dlprof(repo, "run", "--formats", "text", "--try-workers", "0,1,2", "--segment-seconds", "0.05",
+                  "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
+    assert done.returncode == 0 and "trained" in done.stdout, done.stderr
+    report = build_report(tmp_path / "module_level_tutorial.lprof")
+    assert report.loop is not None and (report.loop.header_line, report.loop.function) == (31, "")
+    assert report.advice.num_workers is not None and report.advice.numbers.basis == "tried", report.advice
+    assert any("module_level_tutorial.py:31 was timed through its DataLoader" in note for note in report.notes)
+
+
+def test_a_loop_timed_only_through_its_dataloader_falls_back_to_the_curve_when_too_short_to_try(tmp_path, repo):
+    """A run too short for worker trials (turns of 60 s here) still gets advice, from the loader curve, and its first
+    line says so, for a loop no profiled line shows as for any other: not "no loop was found"."""
+    done = dlprof(repo, "run", "--formats", "text", "--segment-seconds", "60", "--curve-seconds", "0.2",
+                  "--output-dir", str(tmp_path), "--", str(OWN / "module_level_tutorial.py"), cwd=tmp_path)
+    assert done.returncode == 0 and "trained" in done.stdout, done.stderr
+    head = done.stdout.split("ADVICE\n")[1].splitlines()[0]
+    assert "(measured: loader curve; fallback: too short to try worker counts" in head, head
+    assert build_report(tmp_path / "module_level_tutorial.lprof").loop.function == ""
+
+
 def framework_run(tmp_path: Path, repo: Path, script: Path) -> subprocess.CompletedProcess:
     """`profiling run` of a script whose loop is in an installed framework (tests/data/framework/site-packages)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
