@@ -95,7 +95,8 @@ def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
     body.append("<h2>Phases</h2>" + _table(report.phases, "phases"))
     plots = [Path(p) for p in plot_paths]
     if plots:
-        body.append("<h2>Plots</h2>" + "".join(f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'>"
+        body.append("<h2>Plots</h2>" + "".join(
+            f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'>"
             f"<figcaption>{_esc(p.name)}</figcaption></figure>"
             for p in plots))
     lines = report.lines.sort_values("seconds", ascending=False) if len(report.lines) else report.lines
