@@ -83,7 +83,7 @@ class AdviceNumbers:
     cpus_per_task: int | None = None
     loader_bound: bool = False          # data wait >= LOADER_BOUND of a step, and more than a hand-over
     handoff_only: bool = False          # data wait >= LOADER_BOUND of a step, but only the hand-over cost
-    capped: bool = False                # the average need does not fit in worker_cap
+    capped: bool = False                # the need does not fit in worker_cap (tried: waited at every count)
     spare_dropped: bool = False         # the average fits, twice it does not
     batches: int | None = None
     wait_ms: float | None = None        # data wait per batch
