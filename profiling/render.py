@@ -20,9 +20,7 @@ TEXT_WHY = 3    # the text report's "Why" lines (the Markdown, HTML and JSON rep
 def _num(value: Any, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
 def _phase_rows(report: Report) -> list[list[str]]:
@@ -70,6 +68,8 @@ def _advice_head(report: Report) -> list[str]:
     basis = BASIS.get(advice.numbers.basis if advice.numbers else "none", "")
     if advice.numbers and advice.numbers.fallback:  # said first: the run's own loop could not be measured
         basis = f"{basis[:-1]}; fallback: {advice.numbers.fallback})"
+    elif "few_rounds" in advice.fired_rules and advice.numbers:  # said first, as a fallback is
+        basis = f"{basis[:-1]}; {advice.numbers.tried_rounds} round(s) of turns only: more epochs give a surer count)"
     return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
 
 
@@ -179,14 +179,6 @@ def report_dict(report: Report) -> dict[str, Any]:
     })
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(report_dict(report), indent=2)
-
-
-def render_csv(report: Report) -> str:
-    return report.lines.to_csv(index=False)
-
-
 def render_html_page(report: Report, plot_paths: list[Path] | None = None) -> str:
     """HTML through `profiling.html`; without plot files, draw them in a temporary folder first."""
     from profiling import html, plots
@@ -201,7 +193,8 @@ def render(report: Report, fmt: str, plot_paths: list[Path] | None = None) -> st
     """The report in one format: text, md, json, csv or html."""
     if fmt == "html":
         return render_html_page(report, plot_paths)
-    renderers = {"text": render_text, "md": render_markdown, "json": render_json, "csv": render_csv}
+    renderers = {"text": render_text, "md": render_markdown, "csv": lambda r: r.lines.to_csv(index=False),
+                 "json": lambda r: json.dumps(report_dict(r), indent=2)}
     if fmt not in renderers:
         raise ValueError(f"unknown format {fmt!r}")
     return renderers[fmt](report)

@@ -19,10 +19,10 @@ from types import SimpleNamespace
 import pytest
 from torch.utils.data import Dataset
 
-from profiling.advice import RULES, model_numbers
+from profiling.advice import RULES, advise, model_numbers
 from profiling.lprof import load_lprof
 from profiling.records import JobFacts, LoopSummary
-from profiling.render import _loop_lines
+from profiling.render import _advice_head, _loop_lines
 from profiling.report import build_report
 from profiling.trials import Segmented, Trials, candidates, whole_rounds
 from profiling.turns import fewest_within, measured_steps, out_of_the_running, step_noise
@@ -366,16 +366,19 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_round_of_
     loop = LoopSummary("cpu_mixup.py", "fit", 48, 128, 128 * 0.0156, 128 * 0.0441, 1)
     segments = turns(2, 58.3, n=40) + turns(4, 37.8, n=50) + turns(6, 31.5, n=60) + turns(8, 39.1, n=50)
 
-    def few_rounds(rounds: int) -> list[str]:
-        numbers = model_numbers(loop, JobFacts(cpus=16, gpus=1, num_workers=2), trials={
-            "status": "tried", "own_workers": 2, "rounds": rounds, "segments": segments,
-            "settings": {str(k): t for k, t in summed(segments).items()}})
-        assert numbers.num_workers == 6, numbers
-        return [rule.text(numbers) for rule in RULES if rule.when(numbers) and rule.name == "few_rounds"]
+    def few_rounds(rounds: int) -> tuple[list[str], str]:
+        trials = {"status": "tried", "own_workers": 2, "rounds": rounds, "segments": segments,
+                  "settings": {str(k): t for k, t in summed(segments).items()}}
+        advice = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=2), trials=trials)
+        assert advice.num_workers == 6, advice.numbers
+        said = [rule.text(advice.numbers) for rule in RULES if rule.when(advice.numbers) and rule.name == "few_rounds"]
+        return said, _advice_head(SimpleNamespace(advice=advice))[0]
 
-    said = few_rounds(1)
+    said, head = few_rounds(1)
     assert len(said) == 1 and "time for 1 whole round(s) of turns" in said[0] and "More epochs" in said[0], said
-    assert few_rounds(6) == []
+    # the terminal shows no notes: its first line says it, as it says a fallback
+    assert head.endswith("(measured in your run; 1 round(s) of turns only: more epochs give a surer count)"), head
+    assert few_rounds(6) == ([], "num_workers = 6   --cpus-per-task = 8   (measured in your run)")
 
 
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
