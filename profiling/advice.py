@@ -181,7 +181,8 @@ RULES: tuple[Rule, ...] = (
          "How sure: {num_workers} workers were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
          "epochs give each count more turns and a surer answer."),
-    Rule("few_rounds", "note", lambda n: n.basis == "tried" and n.tried_rounds in range(TURNS_FOR_SPREAD),
+    Rule("few_rounds", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
+         and n.tried_rounds in range(TURNS_FOR_SPREAD),
          "How sure: the run had time for {tried_rounds} whole round(s) of turns, too few to see how much one count's "
          "turns vary, so counts a few % apart may rank otherwise in another run. More epochs give a surer answer."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
@@ -346,8 +347,9 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     if settings and by == "transformers":  # Hugging Face's Trainer builds it from TrainingArguments' dataloader_*
         edits.append(f"{where}the Trainer's TrainingArguments(..., {', '.join('dataloader_' + s for s in settings)})")
     elif settings:  # another framework's own DataLoader: set it through that framework
-        edits.append(f"{where}{by} builds the DataLoader from this line: give it {', '.join(settings)} where {by} "
-                     "takes its DataLoader options" if by else f"{where}DataLoader(..., {', '.join(settings)})")
+        given = ", ".join(settings)
+        edits.append(f"{where}{by} builds the DataLoader from this line: give it {given} where {by} takes its "
+                     "DataLoader options" if by else f"{where}{facts.loader_call}(..., {given})")
     return edits
 
 

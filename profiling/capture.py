@@ -20,6 +20,7 @@ import inspect
 import json
 import linecache
 import os
+import re
 import runpy
 import sys
 import time
@@ -76,8 +77,8 @@ class Capture:
                 length = len(loader.dataset)
             except TypeError:  # an IterableDataset has no length
                 length = None
-            entry = {"built_at": getattr(loader, "_dlprof_built_at", "?"), "iterated_at": self.caller()[0],
-                     "built_by": getattr(loader, "_dlprof_built_by", None),
+            built = dict(zip(("built_at", "built_by", "call"), getattr(loader, "_dlprof_built", ("?", None, None))))
+            entry = {**built, "iterated_at": self.caller()[0],
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
@@ -128,8 +129,8 @@ class Capture:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             script, called = capture.caller()
-            object.__setattr__(self, "_dlprof_built_at", script)
-            object.__setattr__(self, "_dlprof_built_by", built_by(script, called))
+            made = (script, built_by(script, called), call_name(sys._getframe(1), script))  # where, by whom, how
+            object.__setattr__(self, "_dlprof_built", made)
             if capture.set_workers is not None:
                 bound = signature.bind(self, *args, **kwargs)
                 bound.arguments["num_workers"] = capture.set_workers
@@ -195,6 +196,17 @@ def built_by(script: str, called: str) -> str | None:
     return next((parts[i + 1].removesuffix(".py") for i, part in enumerate(parts[:-1]) if part in INSTALLED), None)
 
 
+def call_name(frame: Any, where: str) -> str | None:
+    """How the script's line wrote the call that built a loader (`make_loader` for a functools.partial of DataLoader),
+    read at the call's position in the source (Python 3.11+), so that an edit names what the user wrote there."""
+    code = frame.f_code
+    if f"{code.co_filename}:{frame.f_lineno}" != where or not hasattr(code, "co_positions"):
+        return None
+    line, _, column, _ = list(code.co_positions())[frame.f_lasti // 2]
+    found = re.match(r"[\w.]+(?:\(\)\.[\w.]+)*\s*\(", linecache.getline(code.co_filename, line or 0)[column or 0:])
+    return found.group(0).rstrip("( ") if found else None
+
+
 def shuffles(loader: Any) -> bool:
     """Does the loader draw a new order each epoch, as training loaders do (RandomSampler, or shuffle=True)?"""
     from torch.utils.data import RandomSampler
@@ -203,17 +215,15 @@ def shuffles(loader: Any) -> bool:
     return isinstance(sampler, RandomSampler) or getattr(sampler, "shuffle", False) is True
 
 
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.strip().isdigit() else None
-
-
 def install(environ: Mapping[str, str] | None = None) -> Capture | None:
     """Install the hook when `DLPROF_LOADERS` names a file; a no-op otherwise."""
     environ = os.environ if environ is None else environ
     if not environ.get(PATH_VAR):
         return None
-    capture = Capture(Path(environ[PATH_VAR]), _int(environ.get(WORKERS_VAR)), _int(environ.get(BATCHES_VAR)),
-                      trials_module.from_environment(environ), environ.get(OWN_VAR, ""))
+    workers, batches = (int(v) if (v := environ.get(name, "").strip()).isdigit() else None
+                        for name in (WORKERS_VAR, BATCHES_VAR))
+    capture = Capture(Path(environ[PATH_VAR]), workers, batches, trials_module.from_environment(environ),
+                      environ.get(OWN_VAR, ""))
     if TARGET in sys.modules:
         capture.patch(sys.modules[TARGET])
     else:
@@ -245,9 +255,8 @@ def read_trials(path: Path) -> dict[str, Any] | None:
 
 def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None, line: int | None = None,
                     timed: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
-    """The loader a training loop iterates: of those iterated at the loop's header, the one the trials timed
-    (`timed`: where it was built and iterated; train and validation may share a loop line), else the first;
-    with none there, the busiest."""
+    """The loader a training loop iterates: of those iterated at its header, the one the trials timed (`timed`: where
+    it was built and iterated; train and validation may share a line), else the first; with none there, the busiest."""
     if not loaders:
         return None
     if file is not None and line is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiling.plots import PHASE_COLOURS, new_figure
-from profiling.records import PHASES, ProfileError, Report
+from profiling.records import PHASES
 from profiling.render import _md_table
 
 COLUMNS = ("phase", "before", "after", "speedup")
@@ -66,17 +66,11 @@ def plot_compare(table: pd.DataFrame, unit: str, path: Path) -> Path:
     return path
 
 
-def _report(path: Path) -> Report:
-    from profiling.report import build_report
-
-    if not Path(path).is_file():
-        raise ProfileError(f"no such profile: {path}")
-    return build_report(Path(path))
-
-
 def compare_command(args: argparse.Namespace) -> int:
     """Print the comparison; with --output-dir also write CSV, text and PNG."""
-    before, after = _report(args.before), _report(args.after)
+    from profiling.report import build_report  # (load_lprof says what is wrong with a missing or bad file)
+
+    before, after = build_report(args.before), build_report(args.after)
     table, unit = compare_phases(before.phases, after.phases)
     fmt = getattr(args, "format", "text")
     if fmt == "json":

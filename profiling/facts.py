@@ -161,5 +161,6 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
                     persistent_workers=persistent if isinstance(persistent, bool)
                     else switch(argv, "--persistent-workers"),
                     loader_at=built_at if isinstance(built_at, str) else None, loader_built_by=loader.get("built_by"),
+                    loader_call=loader.get("call") or "DataLoader",
                     read_share=split.get("read_share"), read_ms=split.get("read_ms_per_batch"),
                     decode_ms=split.get("decode_ms_per_batch"))

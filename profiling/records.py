@@ -50,6 +50,7 @@ class JobFacts:
     decode_ms: float | None = None
     loader_at: str | None = None    # file:line where the script built the loop's DataLoader (profiling.capture)
     loader_built_by: str | None = None  # ... or the installed package that built it from that line (HF's Trainer)
+    loader_call: str = "DataLoader"  # what that line calls: DataLoader, or a helper or functools.partial of it
     workers_flag: str | None = None  # the script's own option for workers (-j/--workers/--num-workers...)
     kit_script: bool = False        # one of this kit's scripts, whose own flags the hints may name
 

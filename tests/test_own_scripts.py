@@ -1,8 +1,8 @@
 """A user's own training scripts, profiled unmodified (tests/data/own_scripts/, written for these tests).
 
 Each is a different style: workers set in code, `-j/--workers`, no argparse, the DataLoader built in a
-helper, the loop in a class method, the loop in an imported module, train + validation loaders, steps
-pulled by hand with next(it) and no epochs. Each
+helper or through functools.partial, the loop in a class method, the loop in an imported module, train +
+validation loaders, steps pulled by hand with next(it) and no epochs. Each
 real `run` must find the loop, read the workers from the script's own DataLoader and name that
 DataLoader's line (or the script's own worker flag) in the edits, never a flag the script lacks.
 """
@@ -34,6 +34,7 @@ CASES = [
     ("loop_in_module.py", ["--module", "mypkg.engine"], [], "train_one_epoch", 11, 0, None),
     ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
     ("step_based.py", [], [], "train", 12, 1, None),
+    ("loader_from_partial.py", [], [], "train", 30, 1, None),  # the edit names make_loader, what the line calls
 ]
 
 
@@ -61,7 +62,8 @@ def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, fl
     advice = report.advice
     assert advice.edits[0] == f"#SBATCH --cpus-per-task={advice.cpus_per_task}"
     for edit in advice.edits[1:]:  # the script's own flag, or its DataLoader's own line: nothing else
-        assert edit == f"{flag} {advice.num_workers}" or edit.startswith(f"{where}  DataLoader(..., "), edit
+        call = "make_loader" if name == "loader_from_partial.py" else "DataLoader"
+        assert edit == f"{flag} {advice.num_workers}" or edit.startswith(f"{where}  {call}(..., "), edit
     line_edits = [e for e in advice.edits if e.startswith(where)]
     if flag is None and advice.num_workers != workers:
         assert line_edits and f"num_workers={advice.num_workers}" in line_edits[0]

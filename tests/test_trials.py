@@ -74,7 +74,7 @@ def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_sc
     # (a few short turns of a sleeping loader are noisy, so the noise can decide)
     assert report.advice.num_workers == fewest_within(measured_steps(trials), noise=step_noise(trials))
     text = (tmp_path / "sleepy_epochs.report.txt").read_text()
-    assert "(measured in your run)" in text and "the first 16 batches traced" in text and "untraced step" in text
+    assert "(measured in your run" in text and "the first 16 batches traced" in text and "untraced step" in text
     why = text.split("Why:")[1].split("\n  ")[1:4]
     assert "Measured in your run:" in " ".join(why) and all(f"{k} worker" in text for k in (0, 1, 2))
 
@@ -379,6 +379,12 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_round_of_
     # the terminal shows no notes: its first line says it, as it says a fallback
     assert head.endswith("(measured in your run; 1 round(s) of turns only: more epochs give a surer count)"), head
     assert few_rounds(6) == ([], "num_workers = 6   --cpus-per-task = 8   (measured in your run)")
+    # one count tried (2 CPUs hold one worker): there is nothing to rank, and no round to count (it read "0 round(s)")
+    alone = turns(1, 25.9, n=60)
+    one = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
+        "status": "tried", "own_workers": 1, "rounds": 0, "segments": alone,
+        "settings": {str(k): t for k, t in summed(alone).items()}})
+    assert "few_rounds" not in one.fired_rules and "round(s)" not in _advice_head(SimpleNamespace(advice=one))[0]
 
 
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
