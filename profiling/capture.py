@@ -49,6 +49,7 @@ class Capture:
         self.path, self.set_workers, self.max_batches, self.trials = path, set_workers, max_batches, trials
         self.loaders: list[dict[str, Any]] = []
         self.stopped_after: int | None = None
+        self.waited: dict[str, float] = {}  # seconds waited for batches at each loop line (`iterated_at`), all told
         self.pid = os.getpid()
         self._skip = {os.path.dirname(os.path.abspath(__file__))}
         self.own = {name.partition(".")[0] for name in own.split(",") if name}  # `run --module`: OWN_VAR
@@ -90,20 +91,24 @@ class Capture:
         entry["epochs"] += 1
         return entry
 
-    def batch(self, entry: dict[str, Any], iterator: Any = None, asked: float | None = None) -> None:
+    def batch(self, entry: dict[str, Any], iterator: Any = None, asked: float | None = None) -> float:
         """Count one batch; after `max_batches` of one loader, stop the script (exit 0). With the iterator and when the
-        loop `asked`, also time the step and its wait (each epoch's first batch left out: step - wait is compute)."""
-        now = time.perf_counter()
-        previous = getattr(iterator, "_dlprof_last", None)
+        loop `asked`, also time the step and its wait (each epoch's first batch left out: step - wait is compute): every
+        loader's wait at the loop's line since this one's last batch, as `zip(labelled, unlabelled)` waits on both."""
+        now, line = time.perf_counter(), entry["iterated_at"]
+        self.waited[line] = self.waited.get(line, 0.0) + (0.0 if asked is None else now - asked)
+        previous, mark = getattr(iterator, "_dlprof_last", None), getattr(iterator, "_dlprof_mark", 0.0)
+        wait = self.waited[line] - mark
         if self.trials is not None:
             step = None if previous is None or asked is None else now - previous
-            self.trials.batch(entry, step, None if step is None else now - asked)
+            self.trials.batch(entry, step, None if step is None else wait)
         if previous is not None and asked is not None:
             entry["loop_steps"] += 1
             entry["loop_seconds"] += now - previous
-            entry["loop_wait_seconds"] += now - asked
+            entry["loop_wait_seconds"] += wait
         if iterator is not None:
             object.__setattr__(iterator, "_dlprof_last", now)
+            object.__setattr__(iterator, "_dlprof_mark", self.waited[line])
         entry["batches"] += 1
         if entry["first_batch_s"] is None:
             entry["first_batch_s"] = now
@@ -111,6 +116,7 @@ class Capture:
         if self.max_batches and entry["batches"] >= self.max_batches:
             self.stopped_after = entry["batches"]
             raise SystemExit(0)
+        return wait
 
     def write(self) -> None:
         if os.getpid() != self.pid:  # a forked worker must not overwrite the parent's record

@@ -10,6 +10,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import NoReturn
 
@@ -221,10 +222,8 @@ def console_main() -> None:
     takes about 0.25 s, which every profiled job would pay after its report is out."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more to say
-            pass
     os._exit(code)
 
 

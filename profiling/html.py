@@ -51,9 +51,8 @@ def _advice_section(report: Report) -> str:
              f"<p><b>num_workers:</b> {_esc(advice.num_workers if advice.num_workers is not None else 'no change')}"
              " &nbsp; <b>--cpus-per-task:</b> "
              f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>"]
-    for title, items in (("Why", advice.reasons), ("Warnings", advice.warnings), ("Also", advice.notes)):
-        if items:
-            parts.append(f"<h3>{title}</h3>" + _list(items))
+    parts += [f"<h3>{title}</h3>" + _list(items) for title, items in (("Why", advice.reasons),
+              ("Warnings", advice.warnings), ("Also", advice.notes)) if items]
     if advice.edits:
         parts.append("<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>")
     if advice.fired_rules:
@@ -71,8 +70,7 @@ def _meta_section(report: Report) -> str:
     rows += [(key, report.meta[key]) for key in META_KEYS if report.meta.get(key) not in (None, "", [], {})]
     return "<table class='meta'>" + "".join(
         f"<tr><th>{_esc(k)}</th><td>{_esc(' '.join(map(str, v)) if isinstance(v, list) else v)}</td></tr>"
-        for k, v in rows
-    ) + "</table>"
+        for k, v in rows) + "</table>"
 
 
 def _table(frame: pd.DataFrame, css_class: str) -> str:
@@ -95,10 +93,8 @@ def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
     body.append("<h2>Phases</h2>" + _table(report.phases, "phases"))
     plots = [Path(p) for p in plot_paths]
     if plots:
-        body.append("<h2>Plots</h2>" + "".join(
-            f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'>"
-            f"<figcaption>{_esc(p.name)}</figcaption></figure>"
-            for p in plots))
+        body.append("<h2>Plots</h2>" + "".join(f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'>"
+                                               f"<figcaption>{_esc(p.name)}</figcaption></figure>" for p in plots))
     lines = report.lines.sort_values("seconds", ascending=False) if len(report.lines) else report.lines
     body.append(f"<h2>Lines ({len(lines)}, slowest first)</h2>" + _table(lines, "lines"))
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"

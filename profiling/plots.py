@@ -18,9 +18,8 @@ from profiling.records import PHASES, AdviceNumbers, LoaderCurve, Report
 
 TOP_LINES = 15
 # One colour per phase, stable across plots and reports (matplotlib's tab10 palette).
-PHASE_COLOURS: dict[str, str] = dict(zip(PHASES, (
-    "#d62728", "#ff7f0e", "#1f77b4", "#9467bd", "#2ca02c", "#8c564b", "#e377c2", "#7f7f7f",
-)))
+PHASE_COLOURS: dict[str, str] = dict(zip(PHASES, ("#d62728", "#ff7f0e", "#1f77b4", "#9467bd", "#2ca02c", "#8c564b",
+                                                  "#e377c2", "#7f7f7f")))
 
 
 def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:
@@ -68,8 +67,7 @@ def plot_lines(lines: pd.DataFrame, path: Path, top: int = TOP_LINES) -> Path:
     colours = [PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]]
     ax.barh(range(len(rows)), rows["seconds"], color=colours)
     ax.set_yticks(range(len(rows)), labels, fontsize=8, family="monospace", parse_math=False)  # source, not TeX
-    ax.set_xlabel("seconds (main process)")
-    ax.set_title(f"Time per line (top {len(rows)})")
+    ax.set(xlabel="seconds (main process)", title=f"Time per line (top {len(rows)})")
     shown = [p for p in PHASES if p in set(rows["phase"])]
     ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in shown], fontsize=8, loc="lower right")
     return _save(fig, path)
@@ -83,9 +81,7 @@ def plot_phases(phases: pd.DataFrame, path: Path) -> Path:
     ax.barh(rows["phase"], rows["seconds"], color=[PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]])
     for y, (sec, pct) in enumerate(zip(rows["seconds"], rows["pct"])):
         ax.annotate(f" {pct:.1f} %", (sec, y), va="center", fontsize=9)
-    ax.set_xlabel("seconds")
-    ax.set_title("Where the training loop's time went, by phase")
-    ax.margins(x=0.15)
+    ax.set(xlabel="seconds", title="Where the training loop's time went, by phase", xmargin=0.15)
     return _save(fig, path)
 
 
@@ -98,12 +94,9 @@ def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
         util_ax.plot(rows["time_s"], rows["util_pct"], marker=".", label=label)
         mem_ax.plot(rows["time_s"], rows["mem_used_mib"], marker=".",
                     label="CPU RSS, process tree" if device == "cpu" else f"{device.upper()} memory used")
-    util_ax.set_ylabel("utilisation %")
-    util_ax.set_ylim(0, 105)
-    util_ax.set_title("Utilisation during the run (sampled about once a second)")
+    util_ax.set(ylabel="utilisation %", ylim=(0, 105), title="Utilisation during the run (sampled about once a second)")
     util_ax.legend(fontsize=8)
-    mem_ax.set_ylabel("MiB")
-    mem_ax.set_xlabel("seconds since start")
+    mem_ax.set(ylabel="MiB", xlabel="seconds since start")
     mem_ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -124,10 +117,8 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
         ax.axvline(numbers.num_workers, color="#d62728", linestyle="-.",
                    label=f"advice: num_workers={numbers.num_workers}")
     ax.set_xticks([p.workers for p in points])
-    ax.set_xlabel("num_workers")
-    ax.set_ylabel("batches / s")
+    ax.set(xlabel="num_workers", ylabel="batches / s", ylim=(0, None))
     ax.set_title(f"DataLoader throughput ({curve.where or 'the script loader'})", fontsize=9)
-    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path)
 

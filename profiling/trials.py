@@ -350,10 +350,10 @@ class Segmented:
         now = time.perf_counter()
         self.delivered += 1
         self.count += 1
-        self.after(asked)  # the capture hook counts the batch (and times the untraced step)
+        waited = self.after(asked)  # the capture hook counts the batch and says the wait (a zipped loader's too)
         if self.timing and self.workers is not None and self.last is not None and self.count > self.skip:
             timed = self.trials.timed.setdefault(self.workers, {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0})
-            Trials.add(timed, now - self.last, now - asked)
+            Trials.add(timed, now - self.last, now - asked if waited is None else waited)
             self.here = [self.here[0] + 1, self.here[1] + now - self.last]
             if self.count == self.skip + 1:
                 self.started = self.last

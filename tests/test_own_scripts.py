@@ -153,6 +153,31 @@ def test_a_dataloader_built_anew_every_epoch_is_named_with_what_to_change(tmp_pa
     assert said and "loader_each_epoch.py:26" in said[0] and "Build it once, before the epoch loop" in said[0], notes
 
 
+def test_two_loaders_zipped_in_one_loop_count_both_waits_and_the_report_names_the_second(tmp_path, repo):
+    """`zip(labelled, unlabelled)`, the second the slow one: the untraced wait counted the first loader's only, so a
+    loop that waited 95 % of each step (traced) was called compute-bound, "keep num_workers=1". Both waits count
+    now, and a note names the loader whose workers were not tried. Plain and profiled runs train alike."""
+    script = OWN / "zipped_loaders.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"OMP_NUM_THREADS": "1"}
+    plain = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert plain.returncode == 0 and done.stdout.count("epoch ") >= 4, done.stdout
+    assert [line for line in done.stdout.splitlines() if line.startswith("epoch ")] == plain.stdout.splitlines()
+    record = json.loads((tmp_path / "zipped_loaders.loaders.json").read_text())
+    untraced = record["trials"]["untraced"]
+    assert untraced["steps"] >= 10 and untraced["wait_seconds"] > 0.5 * untraced["seconds"], untraced
+    report = build_report(tmp_path / "zipped_loaders.lprof")
+    numbers = report.advice.numbers
+    assert numbers.loader_bound and numbers.wait_pct > 50 and "compute_bound" not in report.advice.fired_rules
+    first, second = line_of(script, "labelled = DataLoader("), line_of(script, "unlabelled = DataLoader(")
+    said = [n for n in report.notes if "(zipped)" in n]
+    assert said and f"zipped_loaders.py:{second} (zipped)" in said[0], report.notes
+    assert f"tried and edited on the one at {script}:{first} only" in said[0], said
+    assert all(str(first) in e.split()[0] for e in report.advice.edits[1:]), report.advice.edits
+
+
 def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):
     """The loop is in installed code (a stand-in for Lightning's Trainer.fit): no profiled line shows it, so
     the run is not refused, and the report rests on the loop the DataLoader hook timed untraced, with the
