@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiling.records import Report
+from profiling.records import LINE_COLUMNS, Report
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -27,6 +27,8 @@ pre { background: #f6f8fa; padding: .75em; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 table.meta th { text-align: left; } table.meta td { text-align: left; font-family: ui-monospace, monospace; }
 """
+_STYLE += (f"table.lines td:nth-child({LINE_COLUMNS.index('source') + 1}) {{ font-family: ui-monospace, monospace; "
+           "white-space: pre; text-align: left; }\n")  # the line table's source column, as code
 
 # Run metadata shown at the top (CPUs, GPUs and workers come from `report.facts` instead).
 META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "wall_seconds", "exit_code", "slurm")
@@ -74,14 +76,8 @@ def _meta_section(report: Report) -> str:
 
 
 def _table(frame: pd.DataFrame, css_class: str) -> str:
-    """pandas' HTML table (escaped), with any `source` column shown as code."""
-    table = frame.to_html(index=False, escape=True, border=0, na_rep="", classes=css_class,
-                          float_format="{:.3f}".format)
-    if "source" not in frame.columns:
-        return table
-    nth = list(frame.columns).index("source") + 1
-    return f"<style>table.{css_class} td:nth-child({nth}) {{ font-family: ui-monospace, monospace; " \
-           f"white-space: pre; text-align: left; }}</style>" + table
+    """pandas' HTML table (escaped); the line table's source column is shown as code (_STYLE)."""
+    return frame.to_html(index=False, escape=True, border=0, na_rep="", classes=css_class, float_format="{:.3f}".format)
 
 
 def render_html(report: Report, plot_paths: Iterable[Path]) -> str:

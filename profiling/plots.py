@@ -116,8 +116,7 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
     if numbers is not None and numbers.num_workers is not None:
         ax.axvline(numbers.num_workers, color="#d62728", linestyle="-.",
                    label=f"advice: num_workers={numbers.num_workers}")
-    ax.set_xticks([p.workers for p in points])
-    ax.set(xlabel="num_workers", ylabel="batches / s", ylim=(0, None))
+    ax.set(xticks=[p.workers for p in points], xlabel="num_workers", ylabel="batches / s", ylim=(0, None))
     ax.set_title(f"DataLoader throughput ({curve.where or 'the script loader'})", fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path)

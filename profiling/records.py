@@ -190,6 +190,7 @@ class LoopSummary:
     wait_seconds: float
     compute_seconds: float
     entries: int | None = None  # times the function ran (epochs), when the profile tells
+    lines: tuple[int, int] = (0, 0)  # the loop's first and last line: its phases leave out the set-up around it
 
     @property
     def wait_per_batch(self) -> float:

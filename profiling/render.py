@@ -104,7 +104,7 @@ def _text_table(header: Sequence[str], rows: list[list[str]], indent: str = "  "
 def render_text(report: Report) -> str:
     out = [f"Profile: {report.lprof_path}", _facts_line(report), f"  ({report.facts.source})", ""]
     named = report.loop is not None and report.loop.function
-    out += _loop_lines(report) + ["", "Phases" + (f" of {report.loop.function}()" if named else "") + ":"]
+    out += _loop_lines(report) + ["", "Phases" + (f" of the loop in {report.loop.function}()" if named else "") + ":"]
     out += _text_table(PHASE_HEADER, _phase_rows(report))
     out += ["", "ADVICE", "  " + _advice_head(report)[0]]
     if report.advice.edits:

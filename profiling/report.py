@@ -138,9 +138,13 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      f"profiled line")
     else:
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
-        if len(others):
-            notes.append(f"phases cover {loop.function}() only; {others['function'].nunique()} other profiled "
-                         f"function(s) ({others['seconds'].sum():.3f} s) are in the line table")
+        around = table[(table["file"] == loop.file) & (table["function"] == loop.function)
+                       & ~table["line"].between(*loop.lines) & (loop.lines[1] > 0)]
+        if len(others) or len(around):
+            notes.append(f"phases cover the loop in {loop.function}() (lines {loop.lines[0]}-{loop.lines[1]}) only; "
+                         f"its lines outside the loop ({around['seconds'].sum():.3f} s: set-up, per-epoch work) and "
+                         f"{others['function'].nunique()} other profiled function(s) ({others['seconds'].sum():.3f} s) "
+                         "are in the line table")
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,

@@ -280,11 +280,9 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
         ax.axvline(knee, color="#2ca02c", linestyle="--", label=f"knee: num_workers={knee}")
     if advice is not None:
         ax.axvline(advice, color="#d62728", linestyle=":", label=f"model advice: num_workers={advice}")
-    ax.set_xticks(sorted(set(results["workers"]) | ({advice} if advice is not None else set())))
-    ax.set_xlabel("num_workers (cpus_per_task = workers + the main process's CPUs)")
-    ax.set_ylabel("training images / s")
-    ax.set_title("DataLoader workers sweep")
-    ax.set_ylim(bottom=0)
+    ax.set(xticks=sorted(set(results["workers"]) | ({advice} if advice is not None else set())), ylim=(0, None),
+           xlabel="num_workers (cpus_per_task = workers + the main process's CPUs)", ylabel="training images / s",
+           title="DataLoader workers sweep")
     ax.legend(fontsize=8, loc="lower right")
     fig.savefig(path)
     return path
