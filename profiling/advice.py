@@ -141,8 +141,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
-        "wait_pct": 100 * wait_fraction, "raw_workers": raw, "needed_workers": needed,
-        "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
+        "wait_pct": 100 * wait_fraction if above_threshold else math.floor(1e3 * wait_fraction) / 10,  # never "5.0%"
+        "raw_workers": raw, "needed_workers": needed, "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
         "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers"),

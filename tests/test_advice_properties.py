@@ -6,13 +6,14 @@ ones the model would not produce, and over real model outputs (`model_numbers` o
 from __future__ import annotations
 
 import math
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profiling.advice import RULES, model_numbers
 from profiling.records import AdviceNumbers, CurvePoint, JobFacts, LoaderCurve, LoopSummary
-from profiling.turns import LIMIT
+from profiling.turns import LIMIT, LOADER_BOUND
 
 small = st.integers(min_value=0, max_value=40)
 # 0, or at least a microsecond: a subnormal compute time overflows ceil(produce / compute) (left to the model)
@@ -118,4 +119,9 @@ def test_the_model_gives_sentences_that_agree(wait, compute, batches, workers, c
     loop = LoopSummary("train.py", "train", 57, batches, wait * batches / 1e3, compute * batches / 1e3, 1)
     facts = JobFacts(cpus=cpus, gpus=gpus, num_workers=workers, cores_per_gpu=cores, pin_memory=pin,
                      persistent_workers=persistent)
-    check(model_numbers(loop if found else None, facts))
+    numbers = model_numbers(loop if found else None, facts)
+    check(numbers)
+    for rule in RULES:  # a wait under the 5 % line never reads 5.0 % beside "not the bottleneck" (a hand-over's may)
+        if rule.when(numbers) and not numbers.handoff_only and "not the bottleneck" in rule.text(numbers):
+            shown = re.findall(r"(\d+\.?\d*)% of (?:a|each) step", rule.text(numbers) + " " + rule.brief(numbers))
+            assert shown and all(float(p) < 100 * LOADER_BOUND for p in shown), (rule.name, shown, numbers.wait_pct)

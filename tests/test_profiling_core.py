@@ -230,6 +230,13 @@ def test_compute_bound_profile_gets_no_more_workers():
     assert "too_many_cpus" in asked.fired_rules  # a job that asked for 16 CPUs keeps 3 busy
 
 
+def test_a_wait_just_under_the_line_never_reads_five_percent_beside_not_the_bottleneck():
+    """4.996 % of a step is under the 5 % line: the report said "not the bottleneck ... 5.0% of a step"."""
+    advice = advise(_loop(0.4996, 9.5004), JobFacts(cpus=4, gpus=0, num_workers=0))
+    said = " ".join(advice.reasons + advice.briefs)
+    assert "compute_bound" in advice.fired_rules and "4.9% of a step" in said and "5.0%" not in said, said
+
+
 def test_a_wait_no_worker_can_remove_does_not_ask_for_more_workers():
     """After applying the advice, a re-profile must not ask for more workers again and again."""
     advice = advise(_loop(0.2, 1.7), JobFacts(cpus=16, gpus=1, num_workers=8))  # 10.5% of a step
