@@ -28,10 +28,11 @@ NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % lo
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
-def whole_rounds(timed: int, workers: int) -> bool:
-    """At least MIN_TIMED timed batches, a whole number of rounds of the workers: started together, k workers hand
-    batches over in bursts of about k (on an H100, 5 batches in a burst of 14 timed 3.9 ms a step, the 71 after 9.6)."""
-    return timed >= MIN_TIMED and timed % max(workers, 1) == 0
+def whole_rounds(timed: int, workers: int, before: int = 0) -> bool:
+    """At least MIN_TIMED timed batches (with those `before` an epoch's end cut the turn), a whole number of rounds of
+    the workers: started together, k workers hand batches over in bursts of about k (on an H100, 5 batches in a burst
+    of 14 timed 3.9 ms a step, the 71 after 9.6)."""
+    return timed + before >= MIN_TIMED and timed % max(workers, 1) == 0
 
 
 def candidates(own: int, cpus: int, gpus: int, pin: bool | None, asked: str) -> list[int]:
@@ -52,15 +53,13 @@ class Trials:
         self.tracing, self.traced_batches = True, 0
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
-        self.gpus, self.pin = 0, False
+        self.gpus, self.pin, self.rounds = 0, False, 0
         self.settings: list[int] = []
         self.queue: list[int] = []
-        self.rounds = 0
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
-        self.untraced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
-        self.traced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
+        self.untraced, self.traced = ({"steps": 0, "seconds": 0.0, "wait_seconds": 0.0} for _ in range(2))
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
         self.mask: set[int] | None = None
         self.threads: int | None = None
@@ -255,12 +254,14 @@ class Trials:
     def record(self) -> dict[str, Any]:
         """What was traced, timed and tried, for `<stem>.loaders.json` (the report reads it)."""
         self.release()
+        if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
+            self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials
             complete = all(k in self.steps() for k in self.settings)  # each count timed at least once
             self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (
-                "during the first untraced segment" if self.timed else "within the traced part")
+                "while timing its own worker count, before others" if self.timed else "within the traced part")
         return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
@@ -358,10 +359,11 @@ class Segmented:
             if self.count == self.skip + 1:
                 self.started = self.last
             share = len(self.feed.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
-            timed_s = now - self.started
+            before = self.trials.segments[-1][1:] if self.trials.resumes == self.workers else (0, 0.0)  # the cut part
+            timed_s = now - self.started + before[1]  # (an epoch shorter than a turn ended none: a_s4, 0.45 s of 0.5)
             long_enough = timed_s >= self.trials.segment_s or (
                 self.count >= share and timed_s >= MIN_TURN * self.trials.segment_s)
-            if long_enough and whole_rounds(self.count - self.skip, self.workers):
+            if long_enough and whole_rounds(self.count - self.skip, self.workers, before[0]):
                 self.end_turn()  # the next batch after the prefetched ones opens the next count's turn
         self.last = now
         return item

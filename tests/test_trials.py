@@ -214,6 +214,41 @@ def test_a_turn_cut_by_the_epochs_end_goes_on_next_epoch_as_the_same_turn():
     assert [k for k, _, _ in trials.segments[:3]] == [2, 2, 2] and trials.segments[0][1] == 6, trials.segments
 
 
+def test_an_epoch_shorter_than_a_turn_ends_the_turn_in_the_next_epoch(monkeypatch):
+    """An untraced epoch of 0.45 s never held a turn's 0.5 s, and a turn cut by the epoch's end started its count
+    again: no turn ever ended, so a run of any length was too short to try (a_s4, unseen styles). The cut part now
+    counts. A clock that moves 5 ms a call makes each step 10 ms, on any machine."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from profiling import trials as trials_module
+
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(trials_module, "time", SimpleNamespace(perf_counter=lambda: 0.005 * next(ticks)))
+    loader = DataLoader(TensorDataset(torch.zeros(24, 2)), batch_size=1)  # 23 timed steps, 0.23 s an epoch
+    trials = Trials(asked="0", segment_s=1.0)  # a turn ends at the epoch's end once 0.25 s are timed
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 0, [0], None, "trying", [0]
+    assert sum(1 for _ in Segmented(trials, loader, iter)) == 24
+    assert trials.queue == [0] and trials.resumes == 0  # 0.23 s: cut, to go on
+    assert sum(1 for _ in Segmented(trials, loader, iter)) == 24
+    assert trials.segments == [(0, 46, pytest.approx(0.46))] and trials.resumes is None  # ended: 0.46 s in two parts
+
+
+def test_a_run_that_ends_after_a_whole_turn_of_its_own_count_is_decided_on_it():
+    """The run ended after its own count's turn (194 untraced steps, 0.65 s, 78 % waiting, on 2 CPUs that hold that
+    one count only): the record decides on that turn, as the next epoch would have, instead of "too short"."""
+    def record(seconds: float) -> dict:
+        trials = Trials(asked="auto", segment_s=1.0)
+        trials.own, trials.settings, trials.mask = 1, [1], None
+        trials.timed = {1: {"steps": 194, "seconds": seconds, "wait_seconds": 0.78 * seconds}}
+        trials.untraced = dict(trials.timed[1])
+        trials.segments = [(1, 194, seconds)]
+        return trials.record()
+
+    assert record(0.65)["status"] == "tried"  # past a turn's 0.25 x --segment-seconds
+    assert record(0.2)["status"].startswith("too short to try worker counts: the run ended while timing its own")
+
+
 class IndexAndPid(Dataset):
     """Each item says which sample it is and which process built it."""
 
