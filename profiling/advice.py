@@ -15,7 +15,7 @@ from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 from profiling.turns import (HANDOFF_MS, LIMIT, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
-                             measured_steps, step_noise)
+                             measured_steps, step_noise, turn_means)
 
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
 # estimate takes the top: on an H100 the average ran 1.21x slower than a sweep's best; more workers cost only idle CPUs.
@@ -118,7 +118,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
             "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
-            "tried_rounds": trials.get("rounds"), "tried_wait_pct": 100 * least_wait}
+            "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in steps),
+            "tried_wait_pct": 100 * least_wait}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -181,9 +182,9 @@ RULES: tuple[Rule, ...] = (
          "How sure: {num_workers} workers were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
          "epochs give each count more turns and a surer answer."),
-    Rule("few_rounds", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
-         and n.tried_rounds in range(TURNS_FOR_SPREAD),
-         "How sure: the run had time for {tried_rounds} whole round(s) of turns, too few to see how much one count's "
+    Rule("few_turns", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
+         and n.tried_turns in range(TURNS_FOR_SPREAD),
+         "How sure: the run had time for {tried_turns} turn(s) of each count, too few to see how much one count's "
          "turns vary, so counts a few % apart may rank otherwise in another run. More epochs give a surer answer."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
@@ -225,13 +226,13 @@ RULES: tuple[Rule, ...] = (
          "CPU(s) hold are needed; the advice falls back to the estimate. Measure it with the CPUs you will ask for."),
     Rule("workers_from_paced_curve", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
-         "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} "
-         "ms, as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest "
-         "that keep such a loop fed: {curve_fed_rate:.0f} batches/s, where the curve levels off (within "
+         "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} ms, "
+         "as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest that keep "
+         "such a loop fed ({curve_fed_rate:.0f} batches/s) by one of three tests: the curve levels off there (within "
          "{level_pct}% of the median of its points from there up), passes the {target_rate:.0f} that feed it "
-         "{fed_pct}% of the time, or left the loop asleep for batches under {starve_pct}% of each held step (on a "
-         "busy core the hand-over waits for the CPU, which no worker fixes). The advice adds {curve_slack}, "
-         "{num_workers} in all: this curve was held for the traced step, which is longer than the real one."),
+         "{fed_pct}% of the time, or left the loop asleep for batches under {starve_pct}% of each held step (on a busy "
+         "core the hand-over waits for the CPU, which no worker fixes). The advice adds {curve_slack}, {num_workers} "
+         "in all: the hold is the loop's step as the hook timed it, traced in part, and longer than the real one."),
     Rule("no_workers_needed", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and n.num_workers == 0,
          "Measured: with each batch held {curve_hold_ms:g} ms, as your loop holds it, the main process alone "
@@ -299,7 +300,7 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "capped_in_run": "At every count your {cpus} CPU(s) hold, it waited {tried_wait_pct:.0f}% or more: "
+    "capped_in_run": "At every count tried on your {cpus} CPU(s), it waited {tried_wait_pct:.0f}% or more: "
                      "profile again with more CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
                      "(or its noise, up to 5%).",
@@ -312,7 +313,7 @@ BRIEF: dict[str, str] = {
                                  "every {compute_ms:.2f} ms.",
     "estimate": "This is an ESTIMATE from the profile alone: {curve_command} over two epochs or more measures it.",
     "curve_too_short": "The loader curve did not reach the loop's pace on {curve_cpus} CPU(s): estimated instead.",
-    "workers_from_paced_curve": "Timed with each batch held {curve_hold_ms:.1f} ms (the traced step), the loader "
+    "workers_from_paced_curve": "Timed with each batch held {curve_hold_ms:.1f} ms (the loop's step), the loader "
                                 "keeps up from {curve_fed_workers} worker(s).",
     "no_workers_needed": "The main process alone kept the held loop fed: no workers needed.",
     "capped_by_cpus": "Keeping up needs more workers than {cpu_ceiling} CPU(s) hold: the loader stays the bottleneck.",

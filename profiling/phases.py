@@ -267,9 +267,7 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile,
 
 
 def _hits(rows: pd.DataFrame, line: int | None) -> int:
-    if line is None:
-        return 0
-    match = rows.loc[rows["line"] == line, "hits"]
+    match = rows.loc[rows["line"] == line, "hits"]  # (no line, None, matches none)
     return int(match.iloc[0]) if len(match) else 0
 
 

@@ -68,8 +68,8 @@ def _advice_head(report: Report) -> list[str]:
     basis = BASIS.get(advice.numbers.basis if advice.numbers else "none", "")
     if advice.numbers and advice.numbers.fallback:  # said first: the run's own loop could not be measured
         basis = f"{basis[:-1]}; fallback: {advice.numbers.fallback})"
-    elif "few_rounds" in advice.fired_rules and advice.numbers:  # said first, as a fallback is
-        basis = f"{basis[:-1]}; {advice.numbers.tried_rounds} round(s) of turns only: more epochs give a surer count)"
+    elif "few_turns" in advice.fired_rules and advice.numbers:  # said first, as a fallback is
+        basis = f"{basis[:-1]}; {advice.numbers.tried_turns} turn(s) a count only: more epochs give a surer count)"
     return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
 
 

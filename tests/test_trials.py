@@ -394,32 +394,35 @@ def test_the_report_says_how_sure_it_is_where_the_noise_straddles_the_5_percent_
     assert steady == []
 
 
-def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_round_of_turns():
-    """cpu_mixup's trials on an H100 (ff643605): 635 untraced steps, one round of turns; 6 workers came out fastest
+def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_each_count():
+    """cpu_mixup's trials on an H100 (ff643605): 635 untraced steps, one turn of each count; 6 workers came out fastest
     and were advised, the judge put them 17 % behind 4. Its turns' spread is unknown, and the report says so; the
-    same counts after six rounds do not."""
+    same counts after three turns each do not. The unit is the turn: a run cut inside its first round had each count
+    timed once yet read "0 round(s)" (helpers' unseen scripts)."""
     loop = LoopSummary("cpu_mixup.py", "fit", 48, 128, 128 * 0.0156, 128 * 0.0441, 1)
-    segments = turns(2, 58.3, n=40) + turns(4, 37.8, n=50) + turns(6, 31.5, n=60) + turns(8, 39.1, n=50)
 
-    def few_rounds(rounds: int) -> tuple[list[str], str]:
+    def few_turns(each: int, rounds: int) -> tuple[list[str], str]:
+        segments = [s for _ in range(each) for k, m, n in ((2, 58.3, 40), (4, 37.8, 50), (6, 31.5, 60), (8, 39.1, 50))
+                    for s in turns(k, m, n=n)]
         trials = {"status": "tried", "own_workers": 2, "rounds": rounds, "segments": segments,
                   "settings": {str(k): t for k, t in summed(segments).items()}}
         advice = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=2), trials=trials)
         assert advice.num_workers == 6, advice.numbers
-        said = [rule.text(advice.numbers) for rule in RULES if rule.when(advice.numbers) and rule.name == "few_rounds"]
+        said = [rule.text(advice.numbers) for rule in RULES if rule.when(advice.numbers) and rule.name == "few_turns"]
         return said, _advice_head(SimpleNamespace(advice=advice))[0]
 
-    said, head = few_rounds(1)
-    assert len(said) == 1 and "time for 1 whole round(s) of turns" in said[0] and "More epochs" in said[0], said
-    # the terminal shows no notes: its first line says it, as it says a fallback
-    assert head.endswith("(measured in your run; 1 round(s) of turns only: more epochs give a surer count)"), head
-    assert few_rounds(6) == ([], "num_workers = 6   --cpus-per-task = 8   (measured in your run)")
-    # one count tried (2 CPUs hold one worker): there is nothing to rank, and no round to count (it read "0 round(s)")
+    for rounds in (0, 1):  # the record's whole rounds do not matter: each count's turns do
+        said, head = few_turns(1, rounds)
+        assert len(said) == 1 and "time for 1 turn(s) of each count" in said[0] and "More epochs" in said[0], said
+        # the terminal shows no notes: its first line says it, as it says a fallback
+        assert head.endswith("(measured in your run; 1 turn(s) a count only: more epochs give a surer count)"), head
+    assert few_turns(3, 2) == ([], "num_workers = 6   --cpus-per-task = 8   (measured in your run)")
+    # one count tried (2 CPUs hold one worker): there is nothing to rank, and no turn to count (it read "0 round(s)")
     alone = turns(1, 25.9, n=60)
     one = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
         "status": "tried", "own_workers": 1, "rounds": 0, "segments": alone,
         "settings": {str(k): t for k, t in summed(alone).items()}})
-    assert "few_rounds" not in one.fired_rules and "round(s)" not in _advice_head(SimpleNamespace(advice=one))[0]
+    assert "few_turns" not in one.fired_rules and "turn(s)" not in _advice_head(SimpleNamespace(advice=one))[0]
 
 
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
@@ -460,7 +463,7 @@ def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_
     numbers = build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers
     assert numbers.basis == "tried" and set(numbers.tried) == {0, 1} and numbers.cpus == 2 and numbers.capped
     why = done.stdout.split("Why:")[1].split("(the curve")[0]
-    assert "At every count your 2 CPU(s) hold, it waited" in why and "profile again with more CPUs" in why, why
+    assert "At every count tried on your 2 CPU(s), it waited" in why and "profile again with more CPUs" in why, why
 
 
 def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_traced_part():
