@@ -61,10 +61,8 @@ class LoaderSpec:
 
         options: dict[str, Any] = {"num_workers": workers, "collate_fn": self.collate_fn,
                                    "pin_memory": self.pin_memory, "worker_init_fn": self.worker_init_fn}
-        if workers > 0 and self.multiprocessing_context is not None:
-            options["multiprocessing_context"] = self.multiprocessing_context
-        if workers > 0 and self.prefetch_factor is not None:
-            options["prefetch_factor"] = self.prefetch_factor
+        if workers > 0:  # (None: torch's defaults; torch refuses both without workers)
+            options.update(multiprocessing_context=self.multiprocessing_context, prefetch_factor=self.prefetch_factor)
         if isinstance(self.dataset, IterableDataset):
             return DataLoader(self.dataset, batch_size=self.batch_size, drop_last=self.drop_last, **options)
         if self.batch_size is None:  # the script passed its own batch_sampler

@@ -113,10 +113,13 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      "time and no worker count could be tried in it. Build it once, before the epoch loop")
     zipped = [e["built_at"] for e in loaders if loader and e.get("iterated_at") == loader.get("iterated_at") and
               e.get("built_at") != loader.get("built_at") and abs(e["batches"] - loader["batches"]) <= e["epochs"]]
-    if zipped:
-        notes.append(f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} "
-                     f"(zipped): its wait counts theirs, but worker counts were tried and edited on the one at "
-                     f"{loader['built_at']} only. Give the others the same settings, or profile each alone")
+    notes += [f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} (zipped): "
+              f"its wait counts theirs, but worker counts were tried and edited on the one at {loader['built_at']} "
+              "only. Give the others the same settings, or profile each alone"] if zipped else []
+    restarted = {e["built_at"]: e["epochs"] for e in loaders if e is not loader and (e.get("num_workers") or 0) > 0
+                 and not e.get("persistent_workers") and e["epochs"] >= 3}  # a validation loader, say
+    notes += [f"the DataLoader at {at} started its workers anew for each of its {passes} passes: give it "
+              "persistent_workers=True, and they start once" for at, passes in restarted.items()]
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)

@@ -178,6 +178,19 @@ def test_two_loaders_zipped_in_one_loop_count_both_waits_and_the_report_names_th
     assert all(str(first) in e.split()[0] for e in report.advice.edits[1:]), report.advice.edits
 
 
+def test_a_loader_whose_workers_start_anew_at_every_pass_inside_the_loop_is_named(tmp_path, repo):
+    """Validation every 4 steps inside the training loop, its worker not persistent: 12 passes, 12 starts, which the
+    phase table shows only as `other`. The note names its line; the training loader, persistent, is not named."""
+    script = OWN / "val_inside_loop.py"
+    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.count("epoch ") >= 2, done.stderr
+    notes = build_report(tmp_path / "val_inside_loop.lprof").notes
+    said = [n for n in notes if "started its workers anew" in n]
+    val_line = line_of(script, "val_loader = DataLoader(")
+    assert len(said) == 1 and f"val_inside_loop.py:{val_line} started its workers anew for each of its 12 passes" \
+        in said[0] and "persistent_workers=True" in said[0], notes
+
+
 def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):
     """The loop is in installed code (a stand-in for Lightning's Trainer.fit): no profiled line shows it, so
     the run is not refused, and the report rests on the loop the DataLoader hook timed untraced, with the
