@@ -118,7 +118,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
             "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
-            "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in steps),
+            "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"

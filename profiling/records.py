@@ -116,7 +116,7 @@ class AdviceNumbers:
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
     behind_pct: float | None = None     # the advised count's step behind the fastest's, in %, ...
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
-    tried_turns: int | None = None      # the fewest turns a tried count had (3 show how much its turns vary)
+    tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)
     tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step
     traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)
     untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers

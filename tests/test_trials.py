@@ -403,7 +403,7 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_e
 
     def few_turns(each: int, rounds: int) -> tuple[list[str], str]:
         segments = [s for _ in range(each) for k, m, n in ((2, 58.3, 40), (4, 37.8, 50), (6, 31.5, 60), (8, 39.1, 50))
-                    for s in turns(k, m, n=n)]
+                    for s in turns(k, m, n=n)] + turns(1, 130.9, n=15)  # 1 worker: one turn, then out of the running
         trials = {"status": "tried", "own_workers": 2, "rounds": rounds, "segments": segments,
                   "settings": {str(k): t for k, t in summed(segments).items()}}
         advice = advise(loop, JobFacts(cpus=16, gpus=1, num_workers=2), trials=trials)
@@ -416,6 +416,7 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_e
         assert len(said) == 1 and "time for 1 turn(s) of each count" in said[0] and "More epochs" in said[0], said
         # the terminal shows no notes: its first line says it, as it says a fallback
         assert head.endswith("(measured in your run; 1 turn(s) a count only: more epochs give a surer count)"), head
+    # three turns of the advised and the fastest count say it, whatever the counts dropped early had
     assert few_turns(3, 2) == ([], "num_workers = 6   --cpus-per-task = 8   (measured in your run)")
     # one count tried (2 CPUs hold one worker): there is nothing to rank, and no turn to count (it read "0 round(s)")
     alone = turns(1, 25.9, n=60)
