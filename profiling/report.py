@@ -143,7 +143,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
         around = table[(table["file"] == loop.file) & (table["function"] == loop.function)
                        & ~table["line"].between(*loop.lines) & (loop.lines[1] > 0)]
-        if len(others) or len(around):
+        if others["seconds"].sum() + around["seconds"].sum() >= 5e-4:  # (what would read "0.000 s" is not said)
             notes.append(f"phases cover the loop in {loop.function}() (lines {loop.lines[0]}-{loop.lines[1]}) only; "
                          f"its lines outside the loop ({around['seconds'].sum():.3f} s: set-up, per-epoch work) and "
                          f"{others['function'].nunique()} other profiled function(s) ({others['seconds'].sum():.3f} s) "

@@ -184,11 +184,16 @@ def test_a_loader_whose_workers_start_anew_at_every_pass_inside_the_loop_is_name
     script = OWN / "val_inside_loop.py"
     done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.count("epoch ") >= 2, done.stderr
-    notes = build_report(tmp_path / "val_inside_loop.lprof").notes
+    report = build_report(tmp_path / "val_inside_loop.lprof")
+    notes = report.notes
     said = [n for n in notes if "started its workers anew" in n]
     val_line = line_of(script, "val_loader = DataLoader(")
     assert len(said) == 1 and f"val_inside_loop.py:{val_line} started its workers anew for each of its 12 passes" \
         in said[0] and "persistent_workers=True" in said[0], notes
+    # the 0.05 s of set-up before the loop is no phase's: the note gives it, the phases leave it out
+    outside = [n for n in notes if n.startswith(f"phases cover the loop in train() (lines {report.loop.lines[0]}-")]
+    assert outside and float(outside[0].split("outside the loop (")[1].split(" s")[0]) >= 0.05, notes
+    assert report.phases["seconds"].sum() + 0.05 <= report.lines["seconds"].sum()
 
 
 def test_a_loop_in_a_frameworks_trainer_is_timed_through_its_dataloader_and_advised(tmp_path, repo):

@@ -1,5 +1,7 @@
 """Validation every few steps inside the training loop, with its own worker that is not persistent: each pass over
 the validation loader starts that worker anew."""
+import time
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -12,6 +14,7 @@ def train(epochs=2, every=4):
     val_loader = DataLoader(TensorDataset(torch.randn(64, 6), torch.randn(64, 1)), batch_size=32, num_workers=1)
     model = nn.Linear(6, 1)
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    time.sleep(0.05)  # set-up in the loop's own function, as loading a checkpoint would take
     for epoch in range(epochs):
         for step, (x, y) in enumerate(train_loader, start=1):
             opt.zero_grad()
