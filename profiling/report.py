@@ -132,6 +132,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         facts = replace(facts, workers_flag=worker_flag(script), kit_script=is_kit_script(script))
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
+    phases = phase_summary(table, loop)
     if loop is None:
         notes.append("no `for ... in <loader>` loop found in the profiled functions: the line table is "
                      "complete, but there is no data wait to base num_workers advice on")
@@ -141,16 +142,15 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      f"profiled line")
     else:
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
-        around = table[(table["file"] == loop.file) & (table["function"] == loop.function)
-                       & ~table["line"].between(*loop.lines) & (loop.lines[1] > 0)]
-        if others["seconds"].sum() + around["seconds"].sum() >= 5e-4:  # (what would read "0.000 s" is not said)
+        outside = float(table["seconds"].sum() - phases["seconds"].sum())  # every profiled second no phase holds
+        if outside >= 5e-4:  # (what would read "0.000 s" is not said)
             notes.append(f"phases cover the loop in {loop.function}() (lines {loop.lines[0]}-{loop.lines[1]}) only; "
-                         f"its lines outside the loop ({around['seconds'].sum():.3f} s: set-up, per-epoch work) and "
-                         f"{others['function'].nunique()} other profiled function(s) ({others['seconds'].sum():.3f} s) "
-                         "are in the line table")
+                         f"its lines outside the loop ({max(outside - others['seconds'].sum(), 0.0):.3f} s: set-up, "
+                         f"per-epoch work) and {others['function'].nunique()} other profiled function(s) "
+                         f"({others['seconds'].sum():.3f} s) are in the line table")
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
-    return Report(lprof_path=lprof_path, lines=table, phases=phase_summary(table, loop), facts=facts,
+    return Report(lprof_path=lprof_path, lines=table, phases=phases, facts=facts,
                   advice=advise(loop, facts, curve=curve, trials=trials), notes=notes, meta=meta,
                   samples=samples, loop=loop, curve=curve)
 
