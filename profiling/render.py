@@ -162,11 +162,9 @@ def _plain(value: Any) -> Any:
 
 def report_dict(report: Report) -> dict[str, Any]:
     """The report as plain data: what `--format json` prints and other tools read."""
-    loop = None
-    if report.loop is not None:
-        loop = asdict(report.loop) | {"wait_per_batch_s": report.loop.wait_per_batch,
-                                      "compute_per_batch_s": report.loop.compute_per_batch,
-                                      "data_wait_fraction": report.loop.wait_fraction}
+    loop = None if report.loop is None else asdict(report.loop) | {
+        "wait_per_batch_s": report.loop.wait_per_batch, "compute_per_batch_s": report.loop.compute_per_batch,
+        "data_wait_fraction": report.loop.wait_fraction}
     advice = report.advice
     return _plain({
         "profile": report.lprof_path, "facts": asdict(report.facts), "loop": loop,

@@ -23,12 +23,11 @@ from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
 from profiling.table import line_table, read_sources
 
-CUDA_CAVEAT = ("CUDA caveat: GPU work runs asynchronously, so line_profiler charges it to whichever line waits for "
-               "the GPU (often `.to(device)`, `.item()` or `loss.backward()`), not to the line that launched it. The "
-               "split among the compute phases can therefore mislead on a GPU; the advice uses only the data wait and "
-               "the sum of all compute lines, which this does not change.")
-WORKER_NOTE = ("line_profiler records only the main process: with num_workers > 0 the time workers spend building "
-               "batches does not appear, only the main process's wait for them (the loop header).")
+CUDA_CAVEAT = ("CUDA caveat: line_profiler charges asynchronous GPU work to the line that waits for it (often "
+               "`.to(device)`, `.item()` or `loss.backward()`), not to the line that launched it, so the compute "
+               "phases' split can mislead on a GPU; the advice uses only the data wait and the compute lines' sum.")
+WORKER_NOTE = ("line_profiler records only the main process: with num_workers > 0 the workers' time building batches "
+               "shows only as the main process's wait for them (the loop header).")
 
 CURVE_SUFFIX = ".curve.json"  # the measured loader curve beside a profile (profiling.loader_curve)
 KIT_ROOT = Path(__file__).resolve().parents[1]  # this kit's own scripts (not its tests' fixtures)
@@ -90,6 +89,25 @@ def is_kit_script(script: Path) -> bool:
         and takes_metrics_json(script)
 
 
+def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, status: str | None) -> list[str]:
+    """What the run's other DataLoaders cost, where the advice cannot see it: the tried loader built anew (so never
+    tried), loaders zipped with it (tried and edited on it alone), and loaders that restart their workers each pass."""
+    at = (loader or {}).get("built_at")
+    built = sum(e.get("built_at") == at for e in loaders) if at else 0
+    notes = [f"the DataLoader at {at} was built {built} times: its workers started anew each time and no worker count "
+             "could be tried in it. Build it once, before the epoch loop"] if built > 1 and status not in (
+        "tried", "compute-bound") else []
+    zipped = [e["built_at"] for e in loaders if loader and e.get("iterated_at") == loader.get("iterated_at") and
+              e.get("built_at") != at and abs(e["batches"] - loader["batches"]) <= e["epochs"]]
+    notes += [f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} (zipped): "
+              f"its wait counts theirs, but worker counts were tried and edited on the one at {at} only. Give the "
+              "others the same settings, or profile each alone"] if loader and zipped else []
+    return notes + list(dict.fromkeys(  # a validation loader, say (once for a line that built several)
+        f"the DataLoader at {e['built_at']} started its workers anew for each of its {e['epochs']} passes: give it "
+        "persistent_workers=True, and they start once" for e in loaders if e is not loader
+        and (e.get("num_workers") or 0) > 0 and not e.get("persistent_workers") and e["epochs"] >= 3))
+
+
 def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | None = None,
                  num_workers: int | None = None, source_root: str | Path | None = None,
                  cores_per_gpu: int | None = None, environment: Environment | None = None,
@@ -107,19 +125,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
                              (trials or {}).get("loader"))
-    built = sum(e.get("built_at") == loader["built_at"] for e in loaders) if loader and loader.get("built_at") else 0
-    if built > 1 and (trials or {}).get("status") not in ("tried", "compute-bound"):
-        notes.append(f"the DataLoader at {loader['built_at']} was built {built} times: its workers started anew each "
-                     "time and no worker count could be tried in it. Build it once, before the epoch loop")
-    zipped = [e["built_at"] for e in loaders if loader and e.get("iterated_at") == loader.get("iterated_at") and
-              e.get("built_at") != loader.get("built_at") and abs(e["batches"] - loader["batches"]) <= e["epochs"]]
-    notes += [f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} (zipped): "
-              f"its wait counts theirs, but worker counts were tried and edited on the one at {loader['built_at']} "
-              "only. Give the others the same settings, or profile each alone"] if zipped else []
-    restarted = {e["built_at"]: e["epochs"] for e in loaders if e is not loader and (e.get("num_workers") or 0) > 0
-                 and not e.get("persistent_workers") and e["epochs"] >= 3}  # a validation loader, say
-    notes += [f"the DataLoader at {at} started its workers anew for each of its {passes} passes: give it "
-              "persistent_workers=True, and they start once" for at, passes in restarted.items()]
+    notes += loader_notes(loaders, loader, (trials or {}).get("status"))
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)
@@ -163,7 +169,6 @@ def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterab
     unknown = [f for f in formats if f not in SUFFIXES]
     if unknown:
         raise ProfileError(f"unknown report format(s): {', '.join(unknown)}")
-    written: list[Path] = []
     plot_paths: list[Path] = []
     try:
         from profiling.plots import write_plots
@@ -171,8 +176,7 @@ def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterab
         report.notes.append(f"no plots: {err}")
     else:
         plot_paths = list(write_plots(report, out_dir, stem))
-    for fmt in formats:
-        path = out_dir / f"{stem}{SUFFIXES[fmt]}"
+    written = [out_dir / f"{stem}{SUFFIXES[fmt]}" for fmt in formats]
+    for fmt, path in zip(formats, written):
         path.write_text(render(report, fmt, plot_paths=plot_paths), encoding="utf-8")
-        written.append(path)
     return written + plot_paths

@@ -179,12 +179,9 @@ def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
     kept = []
     for _, runs in frame.groupby("workers", sort=True):
         ok = runs[(runs["status"] == "ok") & runs["images_per_sec"].notna()]
-        if ok.empty:
-            kept.append(runs.iloc[0].to_dict())
-            continue
-        row = ok.iloc[0].to_dict()
-        for column in ("images_per_sec", "epoch_seconds", "compute_ms", "wait_ms"):
-            row[column] = ok[column].median()
+        row = (runs if ok.empty else ok).iloc[0].to_dict()
+        row |= {column: ok[column].median() for column in ("images_per_sec", "epoch_seconds", "compute_ms", "wait_ms")
+                if not ok.empty}
         if len(ok) > 1:
             row["detail"] = f"median of {len(ok)} runs; first: {row['detail']}"
         kept.append(row)

@@ -26,6 +26,7 @@ ROUNDS = 12        # at most this many rounds of turns, while two or more counts
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
 NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+NO_TIME = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}  # a timing before its first step (copied, never changed)
 
 
 def whole_rounds(timed: int, workers: int, before: int = 0) -> bool:
@@ -59,7 +60,7 @@ class Trials:
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
-        self.untraced, self.traced = ({"steps": 0, "seconds": 0.0, "wait_seconds": 0.0} for _ in range(2))
+        self.untraced, self.traced = (dict(NO_TIME) for _ in range(2))
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
         self.mask: set[int] | None = None
         self.threads: int | None = None
@@ -84,7 +85,7 @@ class Trials:
         if first is None or (entry is not first and entry.get("shuffles") and not first.get("shuffles")
                              and self.own is None and first.get("batches", 0) < epoch):
             self.entry, self.traced_batches = entry, 0
-            self.traced = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}
+            self.traced = dict(NO_TIME)
         return entry is self.entry
 
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
@@ -353,7 +354,7 @@ class Segmented:
         self.count += 1
         waited = self.after(asked)  # the capture hook counts the batch and says the wait (a zipped loader's too)
         if self.timing and self.workers is not None and self.last is not None and self.count > self.skip:
-            timed = self.trials.timed.setdefault(self.workers, {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0})
+            timed = self.trials.timed.setdefault(self.workers, dict(NO_TIME))
             Trials.add(timed, now - self.last, now - asked if waited is None else waited)
             self.here = [self.here[0] + 1, self.here[1] + now - self.last]
             if self.count == self.skip + 1:

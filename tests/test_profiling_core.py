@@ -24,7 +24,7 @@ from profiling.lprof import load_lprof
 from profiling.phases import classify_function
 from profiling.records import LINE_COLUMNS, PHASES, CurvePoint, JobFacts, LoaderCurve, LoopSummary
 from profiling.render import render, report_dict
-from profiling.report import build_report, write_report
+from profiling.report import build_report, loader_notes, write_report
 from profiling.facts import Environment, cores_per_gpu_of, job_facts, parse_node
 
 NO_ENV = Environment(env={}, affinity=16)  # a 16-CPU machine outside Slurm, no GPU env
@@ -500,3 +500,22 @@ def test_report_inside_a_slurm_job_reads_the_allocation_and_the_node(tmp_path, s
     # node's share per GPU (1 on the 2-CPU, 2-GPU sandbox node)
     assert advice["cpus_per_task"] == min(max(1, facts["cores_per_gpu"]), 9)
     assert advice["edits"][0] == f"#SBATCH --cpus-per-task={advice['cpus_per_task']}"
+
+
+def test_loader_notes_name_each_other_loader_once_and_only_when_it_costs():
+    """The notes on the run's other DataLoaders, from plain records: a training loader built anew is named unless
+    its counts were tried anyway; a zipped loader only where it gives the loop as many batches; a loader that
+    restarts its workers is named once however many times its line built it."""
+    train = {"built_at": "t.py:10", "iterated_at": "t.py:20", "batches": 100, "epochs": 4, "num_workers": 2}
+    zipped = {**train, "built_at": "t.py:11", "num_workers": 0}
+    val = {"built_at": "t.py:12", "iterated_at": "t.py:30", "batches": 40, "epochs": 4, "num_workers": 1}
+    notes = loader_notes([train, zipped, val, dict(val)], train, "tried")
+    assert [n.split(":", 1)[0] for n in notes] == ["the loop at t.py", "the DataLoader at t.py"], notes
+    assert "DataLoader at t.py:11 (zipped)" in notes[0] and "the one at t.py:10 only" in notes[0]
+    assert notes[1].startswith("the DataLoader at t.py:12 started its workers anew for each of its 4 passes")
+    shorter = {**zipped, "batches": 10}  # iterated at the same line, but not alongside: not zipped
+    again = [train, {**train, "epochs": 1}]
+    assert loader_notes([train, shorter], train, "tried") == []
+    assert "was built 2 times" in loader_notes(again, train, "traced only")[0]
+    assert loader_notes(again, train, "tried") == [] and loader_notes([val], None, None)[0].startswith(
+        "the DataLoader at t.py:12 started")
