@@ -24,7 +24,7 @@ import re
 import runpy
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -171,13 +171,13 @@ class Capture:
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches torch's dataloader module right after the script imports it (never imports torch itself)."""
+    """Calls `patch(module)` right after the script imports the module `name` (never imports it itself)."""
 
-    def __init__(self, capture: Capture) -> None:
-        self.capture = capture
+    def __init__(self, name: str, patch: Callable[[Any], None]) -> None:
+        self.name, self.patch = name, patch
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != TARGET:
+        if name != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
@@ -187,10 +187,18 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module: Any) -> None:
             run_module(module)
-            self.capture.patch(module)
+            self.patch(module)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
+
+
+def on_import(name: str, patch: Callable[[Any], None]) -> None:
+    """`patch(module)` now if the module `name` is loaded, else as soon as it is."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _PatchOnImport(name, patch))
 
 
 def built_by(script: str, called: str) -> str | None:
@@ -230,10 +238,7 @@ def install(environ: Mapping[str, str] | None = None) -> Capture | None:
                         for name in (WORKERS_VAR, BATCHES_VAR))
     capture = Capture(Path(environ[PATH_VAR]), workers, batches, trials_module.from_environment(environ),
                       environ.get(OWN_VAR, ""))
-    if TARGET in sys.modules:
-        capture.patch(sys.modules[TARGET])
-    else:
-        sys.meta_path.insert(0, _PatchOnImport(capture))
+    on_import(TARGET, capture.patch)
     atexit.register(capture.write)
     interrupts.install()
     return capture

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+from typing import Any
 
 
 def stop_line_tracing() -> None:
@@ -26,11 +27,21 @@ def stop_line_tracing() -> None:
             monitoring.set_events(tool_id, monitoring.events.NO_EVENTS)
 
 
+def skip_wrappers(eval_frame: Any) -> None:
+    """torch.compile traced into line_profiler's wrapper of a profiled `forward` and stopped the script
+    (InternalTorchDynamoError: 'LineProfiler' object has no attribute '__name__'): its frames are skipped, and what
+    it wraps is compiled as ever (its lines then run compiled, untraced)."""
+    from line_profiler import LineProfiler
+
+    eval_frame.skip_code(LineProfiler().wrap_function(lambda: None).__code__)
+
+
 def main(argv: list[str] | None = None) -> int:
     os.register_at_fork(after_in_child=stop_line_tracing)
-    from profiling.capture import install
+    from profiling.capture import install, on_import
 
     install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
+    on_import("torch._dynamo.eval_frame", skip_wrappers)  # loaded by torch.compile, if the script compiles
     if os.environ.get("DLPROF_CURVE"):  # and times the busiest one alone at exit (profiling.loader_curve)
         from profiling.loader_curve import install as measure_curve_at_exit
 

@@ -368,3 +368,18 @@ def test_sweep_of_a_script_without_a_worker_flag_through_slurm(slurm, tmp_path, 
     assert row["status"] == "ok" and row["images_per_sec"] > 0 and row["detail"].startswith("job ")
     [loader] = json.loads((tmp_path / "sw" / "w0" / "loaders.json").read_text())["loaders"]
     assert (loader["num_workers"], loader["batches"]) == (0, 4)
+
+
+def test_a_script_that_compiles_its_model_trains_under_the_profiler_as_it_does_plain(tmp_path, repo):
+    """`torch.compile(model)` with `forward` line-profiled: Dynamo traced into line_profiler's wrapper and the script
+    died at its first batch (exit 1), while it ran plain. Its wrapper's frames are now skipped by Dynamo, so the
+    profiled run trains every epoch with the plain run's losses, and the report finds its loop."""
+    script = OWN / "compiled_model.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"OMP_NUM_THREADS": "1"}
+    plain = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
+    assert plain.returncode == 0 and done.returncode == 0, done.stderr
+    epochs = [line for line in done.stdout.splitlines() if line.startswith("epoch ")]
+    assert len(epochs) == 3 and epochs == plain.stdout.splitlines(), (epochs, plain.stdout)
+    assert f"Training loop: {script}:{line_of(script, 'for x, y in loader:')} in train()" in done.stdout
