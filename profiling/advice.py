@@ -91,6 +91,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     within_handoff = workers >= 1 and 1e3 * wait <= HANDOFF_MS  # the wait no worker can remove
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
+    hooked = (trials or {}).get("traced") or {}  # the hook's clock: batch to batch, the first (workers' start) left out
     measured: dict = {}
     capped = never = spare = False  # each branch below sets those it knows
     choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 else None
@@ -147,7 +148,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
         "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers"),
-        "traced_step_ms": 1e3 * (loop.wait_per_batch + loop.compute_per_batch),
+        "traced_step_ms": 1e3 * (hooked["seconds"] / hooked["steps"] if hooked.get("steps", 0) >= MIN_TIMED
+                                 else loop.wait_per_batch + loop.compute_per_batch),
         "untraced_step_ms": None if own is None else 1e3 * sum(own),
         "traced_batches": (trials or {}).get("traced_batches"), "fallback": "" if untraced or not trials else status})
 

@@ -118,7 +118,7 @@ class AdviceNumbers:
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)
     tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step
-    traced_step_ms: float | None = None    # the traced loop's step (wait + compute per batch)
+    traced_step_ms: float | None = None    # the traced loop's step (the hook's, else the profile's wait + compute)
     untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers
     traced_batches: int | None = None   # the batches line tracing covered
     step_needs_cpus: bool = False       # tried although the loader kept up: held to its CPUs the step computed

@@ -51,9 +51,10 @@ def _loop_lines(report: Report) -> list[str]:
     if n and n.untraced_step_ms and n.held_cpus:  # held to fewer CPUs than the traced part had: not tracing's cost
         lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced on the "
                      f"{n.held_cpus} CPUs of {n.current_workers} worker(s); the traced part had all {n.cpus})")
-    elif n and n.untraced_step_ms and n.traced_step_ms:
-        lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced: tracing "
-                     f"made a step {n.traced_step_ms / n.untraced_step_ms:.2f}x as long)")
+    elif n and n.untraced_step_ms and n.traced_step_ms:  # a shorter traced step is not tracing's doing: no ratio
+        cost, traced = n.traced_step_ms / n.untraced_step_ms, n.traced_step_ms
+        lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced: " + (
+            f"tracing made a step {cost:.2f}x as long)" if cost >= 1 else f"its traced steps took {traced:.3f} ms)"))
     return lines
 
 

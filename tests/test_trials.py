@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -99,6 +100,13 @@ def test_a_compute_heavy_step_with_a_small_wait_is_never_called_loader_bound(tmp
     assert not numbers.loader_bound and "The loader is the bottleneck" not in text
     assert "not the bottleneck" in text and report.advice.num_workers == 0  # never more workers than it used
     assert numbers.untraced_step_ms and numbers.traced_step_ms  # the report shows what tracing cost
+    traced = json.loads((tmp_path / "heavy_step.loaders.json").read_text())["trials"]["traced"]
+    assert numbers.traced_step_ms == pytest.approx(1e3 * traced["seconds"] / traced["steps"])  # the hook's clock
+    # a traced step shorter than the untraced one (another load, a first epoch's warm caches) is not tracing's doing
+    quicker = replace(report, advice=replace(report.advice, numbers=replace(numbers, traced_step_ms=1.0,
+                                                                            untraced_step_ms=2.0)))
+    line = _loop_lines(quicker)[-1]
+    assert "its traced steps took 1.000 ms" in line and "tracing made" not in line, line
 
 
 def test_the_candidates_stay_within_the_jobs_cpus_and_the_advice_is_the_fewest_within_tolerance():
