@@ -149,11 +149,13 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     else:
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
         outside = float(table["seconds"].sum() - phases["seconds"].sum())  # every profiled second no phase holds
+        own = outside - float(others["seconds"].sum())  # (the others' seconds overlap: main() holds the loop's call)
+        parts = [f"its lines outside the loop ({own:.3f} s: set-up, per-epoch work)"] * (own >= 5e-4) + [
+            f"{others['function'].nunique()} other profiled function(s) (those the loop calls are in its phases too)"
+        ] * (not others.empty)
         if outside >= 5e-4:  # (what would read "0.000 s" is not said)
             notes.append(f"phases cover the loop in {loop.function}() (lines {loop.lines[0]}-{loop.lines[1]}) only; "
-                         f"its lines outside the loop ({max(outside - others['seconds'].sum(), 0.0):.3f} s: set-up, "
-                         f"per-epoch work) and {others['function'].nunique()} other profiled function(s) "
-                         f"({others['seconds'].sum():.3f} s) are in the line table")
+                         f"{' and '.join(parts)} are in the line table")
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     return Report(lprof_path=lprof_path, lines=table, phases=phases, facts=facts,

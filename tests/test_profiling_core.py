@@ -466,6 +466,10 @@ def test_real_mnist_profile(mnist_lprof):
     outside = report.lines[~report.lines.index.isin(train[inside].index)]["seconds"].sum()  # set-up, other functions
     said = any(f"phases cover the loop in train() (lines {report.loop.lines[0]}-" in n for n in report.notes)
     assert said == (outside >= 5e-4), (outside, report.notes)  # what would read "0.000 s" is not said
+    # no seconds summed over the other functions: main() holds the loop's call, and the loop calls forward()
+    others = report.lines[report.lines["function"] != "train"]["function"].nunique()
+    named = any(f"{others} other profiled function(s) (those the loop calls" in n for n in report.notes)
+    assert named == (said and others > 0), report.notes
     nw = report.advice.num_workers
     assert nw is not None and report.advice.cpus_per_task == nw + (2 if nw >= 1 else 1)
 
