@@ -115,10 +115,12 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         best, best_step = fastest[0]
         least_wait = min(t["wait_seconds"] / t["seconds"] for k, t in trials["settings"].items() if int(k) in steps)
         capped = not needs_cpus and max(steps) >= facts.cpus - main_cpus and least_wait >= LOADER_BOUND  # at every k
-        gap_noise = math.hypot(noise.get(chosen, 0.0), noise.get(best, 0.0))
+        fewer = [k for k in steps if k < chosen]  # advised the fastest: is the next count down surely behind it?
+        behind = chosen if chosen != best or not fewer else max(fewer)
+        gap_noise = math.hypot(noise.get(behind, 0.0), noise.get(best, 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
-            f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest),
-            "behind_pct": 100 * (steps[chosen] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
+            f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest), "behind_workers": behind,
+            "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait}
     elif choice is not None:
@@ -181,9 +183,12 @@ RULES: tuple[Rule, ...] = (
          "each count was timed untraced in turns of your own loop, warm-up batches left out."),
     Rule("not_sure", "note", lambda n: n.basis == "tried" and n.behind_pct is not None and n.behind_noise_pct
          is not None and n.behind_pct > 0 and abs(n.behind_pct - 100 * LIMIT) < n.behind_noise_pct,
-         "How sure: {num_workers} workers were measured {behind_pct:.1f}% behind the fastest, give or take "
+         "How sure: {behind_workers} worker(s) were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
          "epochs give each count more turns and a surer answer."),
+    Rule("workers_changed", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
+         "While counts were tried, other workers built some batches: per-worker random augmentation, and so the "
+         "losses, may differ from a plain run's; the sampler's order and the batches of each epoch do not."),
     Rule("few_turns", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
          and n.tried_turns in range(TURNS_FOR_SPREAD),
          "How sure: the run had time for {tried_turns} turn(s) of each count, too few to see how much one count's "

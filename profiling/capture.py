@@ -222,11 +222,12 @@ def call_name(frame: Any, where: str) -> str | None:
 
 
 def shuffles(loader: Any) -> bool:
-    """Does the loader draw a new order each epoch, as training loaders do (RandomSampler, or shuffle=True)?"""
-    from torch.utils.data import RandomSampler
+    """Does the loader draw a new order each epoch, as training loaders do (shuffle=True, a SubsetRandomSampler over a
+    train split, a DistributedSampler)?"""
+    from torch.utils.data import RandomSampler, SubsetRandomSampler
 
     sampler = getattr(loader, "sampler", None)
-    return isinstance(sampler, RandomSampler) or getattr(sampler, "shuffle", False) is True
+    return isinstance(sampler, (RandomSampler, SubsetRandomSampler)) or getattr(sampler, "shuffle", False) is True
 
 
 def install(environ: Mapping[str, str] | None = None) -> Capture | None:

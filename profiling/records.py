@@ -114,7 +114,8 @@ class AdviceNumbers:
     tried_noise: dict | None = None     # ... and the standard error of each of those means
     tried_text: str = ""                # ... in words, fastest first
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
-    behind_pct: float | None = None     # the advised count's step behind the fastest's, in %, ...
+    behind_workers: int | None = None   # the advised count, or the next one down where the fastest was advised:
+    behind_pct: float | None = None     # ... its step behind the fastest's, in %, ...
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)
     tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step

@@ -126,6 +126,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
                              (trials or {}).get("loader"))
     notes += loader_notes(loaders, loader, (trials or {}).get("status"))
+    notes += [f"the script exited with code {meta['exit_code']}: this report covers what ran before it stopped, and "
+              "where it says the run ended, it stopped"] if meta.get("exit_code") not in (None, 0) else []
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)

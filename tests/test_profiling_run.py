@@ -95,6 +95,8 @@ def test_run_keeps_failing_exit_code_and_still_reports(tmp_path, python_exe, rep
     assert "exited with code 3" in proc.stderr
     assert json.loads((tmp_path / "out" / "fails.meta.json").read_text())["exit_code"] == 3
     assert (tmp_path / "out" / "fails.report.txt").is_file()
+    # the report says the script stopped (a crash once read as "the run ended within the traced part")
+    assert "the script exited with code 3: this report covers what ran before it stopped" in proc.stdout
 
 
 def test_run_of_missing_script_fails_cleanly(tmp_path, python_exe, repo):
