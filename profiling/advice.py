@@ -50,11 +50,9 @@ class Rule:
 
 def untraced_own(trials: dict | None) -> tuple[float, float] | None:
     """(wait, compute) per batch of the run's loop untraced with its own workers, when the hook timed it."""
-    if not trials:
-        return None
-    timed = (trials.get("settings") or {}).get(str(trials.get("own_workers")))
-    if not timed or timed.get("steps", 0) < MIN_TIMED:
-        timed = trials.get("untraced") or {}
+    trials = trials or {}
+    own = (trials.get("settings") or {}).get(str(trials.get("own_workers"))) or {}
+    timed = own if own.get("steps", 0) >= MIN_TIMED else trials.get("untraced") or {}
     if timed.get("steps", 0) < MIN_TIMED:
         return None
     wait = timed["wait_seconds"] / timed["steps"]

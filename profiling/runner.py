@@ -84,9 +84,8 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
     script, script_args = command[0], command[1:]
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
-    lprof = out_dir / f"{stem}.lprof"
-    loaders = out_dir / f"{stem}.loaders.json"
-    curve = out_dir / f"{stem}.curve.json"  # the loader timed at exit, paced (profiling.loader_curve)
+    # the profile, the hook's record of the loaders, and the loader timed at exit (paced: profiling.loader_curve)
+    lprof, loaders, curve = (out_dir / f"{stem}{suffix}" for suffix in (".lprof", ".loaders.json", ".curve.json"))
     for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve):  # never report a previous run's results
         stale.unlink(missing_ok=True)
     meta: dict = {"stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
