@@ -143,14 +143,18 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     cores_per_gpu = pick("cores per GPU", (cores_per_gpu, "--cores-per-gpu"),
                          (meta.get("cores_per_gpu"), "the run's metadata"),
                          (cores_per_gpu_of(environment.node_text), "scontrol show node"))
-    said += ["CPUs unknown, assumed 1"] * (cpus is None) + ["no GPU found (assumed a CPU-only run; use --gpus N)"] * (
-        gpus is None)
+    if cpus is None:
+        cpus = 1
+        said.append("CPUs unknown, assumed 1")
+    if gpus is None:
+        gpus = 0
+        said.append("no GPU found (assumed a CPU-only run; use --gpus N)")
     in_job = bool(environment.env.get("SLURM_JOB_ID") or (meta.get("slurm") or {}).get("SLURM_JOB_ID"))
     requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
     argv = [str(a) for a in meta.get("argv", [])]  # the profiled run's own arguments, recorded by `run`
     split = meta.get("io_split") or {}  # the workers' read/decode split (`python -m small_files split`)
     pin_memory, persistent = loader.get("pin_memory"), loader.get("persistent_workers")
-    return JobFacts(cpus=max(cpus or 1, 1), gpus=gpus or 0, num_workers=num_workers,
+    return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
                     pin_memory=pin_memory if isinstance(pin_memory, bool)
                     else switch(argv, "--pin-memory", "--no-pin-memory"),

@@ -126,8 +126,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
                              (trials or {}).get("loader"))
     notes += loader_notes(loaders, loader, (trials or {}).get("status"))
-    notes += [f"the script exited with code {meta['exit_code']}: this report covers what ran before it stopped, and "
-              "where it says the run ended, it stopped"] if meta.get("exit_code") not in (None, 0) else []
+    notes += [f"the script exited with code {meta['exit_code']}: this report covers what ran before it stopped"
+              ] if meta.get("exit_code") not in (None, 0) else []
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)
@@ -152,9 +152,9 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
         outside = float(table["seconds"].sum() - phases["seconds"].sum())  # every profiled second no phase holds
         own = outside - float(others["seconds"].sum())  # (the others' seconds overlap: main() holds the loop's call)
-        parts = [f"its lines outside the loop ({own:.3f} s: set-up, per-epoch work)"] * (own >= 5e-4) + [
-            f"{others['function'].nunique()} other profiled function(s) (those the loop calls are in its phases too)"
-        ] * (not others.empty)
+        parts = [f"its lines outside the loop ({own:.3f} s: set-up, per-epoch work)"] if own >= 5e-4 else []
+        parts += [f"{others['function'].nunique()} other profiled function(s) (those the loop calls are in its "
+                  "phases too)"] if len(others) else []
         if outside >= 5e-4:  # (what would read "0.000 s" is not said)
             notes.append(f"phases cover the loop in {loop.function}() (lines {loop.lines[0]}-{loop.lines[1]}) only; "
                          f"{' and '.join(parts)} are in the line table")
