@@ -264,7 +264,7 @@ RULES: tuple[Rule, ...] = (
          and n.basis != "tried",
          "The loader is not the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
          "per batch, {wait_pct:.1f}% of a step, so more workers will not help. "
-         "To go faster, use larger batches, mixed precision and data kept on the GPU."),
+         "To go faster, make the step cheaper: larger batches, mixed precision and, on a GPU, data kept there."),
     Rule("keep_workers", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped
          and not n.never_keeps_up and n.num_workers == n.current_workers, "Keep num_workers={num_workers}."),
     Rule("fewer_workers", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped

@@ -114,7 +114,7 @@ def render_text(report: Report) -> str:
     for title, items in _advice_lists(report)[:1] if report.advice.warnings else []:
         out += [f"  {title}:"] + [f"  - {r}" for r in items]
     if len(report.advice.reasons) > TEXT_WHY or report.advice.notes or report.curve is not None:
-        out += ["  (the curve, the other reasons and notes: the .report.md, .report.html and .report.json)"]
+        out += ["  (the curve, the other reasons and notes: the md, html and json formats of this report)"]
     if report.notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
     out += ["", f"Slowest lines (of {len(report.lines)}):"] + _text_table(LINE_HEADER, _line_rows(report))
