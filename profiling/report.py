@@ -151,11 +151,11 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     else:
         others = table[(table["file"] != loop.file) | (table["function"] != loop.function)]
         outside = float(table["seconds"].sum() - phases["seconds"].sum())  # every profiled second no phase holds
-        own = outside - float(others["seconds"].sum())  # (the others' seconds overlap: main() holds the loop's call)
-        parts = [f"its lines outside the loop ({own:.3f} s: set-up, per-epoch work)"] if own >= 5e-4 else []
-        parts += [f"{others['function'].nunique()} other profiled function(s) (those the loop calls are in its "
-                  "phases too)"] if len(others) else []
         if outside >= 5e-4:  # (what would read "0.000 s" is not said)
+            own = outside - float(others["seconds"].sum())  # (others overlap: main() holds the loop's call)
+            parts = [f"its lines outside the loop ({own:.3f} s: set-up, per-epoch work)"] if own >= 5e-4 else []
+            parts += [f"{others['function'].nunique()} other profiled function(s) (those the loop calls are in "
+                      "its phases too)"] if len(others) else []
             notes.append(f"phases cover the loop in {loop.function}() (lines {loop.lines[0]}-{loop.lines[1]}) only; "
                          f"{' and '.join(parts)} are in the line table")
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously

@@ -295,9 +295,10 @@ class Segmented:
         import torch
 
         self.trials, self.loader, self.make, self.feed = trials, loader, make, trials.feed
+        # the seed a new iterator of its own draws; a persistent one is reset and draws none (drawing it anyway
+        # moved every later epoch's order, and the losses, away from a plain run's)
         if not (loader.persistent_workers and loader.num_workers > 0 and loader._iterator is not None):
-            torch.empty((), dtype=torch.int64).random_(generator=loader.generator)  # what a new iterator draws (a
-        # persistent one is reset, drawing nothing: the draw shifted later epochs' order, and the losses, from plain)
+            torch.empty((), dtype=torch.int64).random_(generator=loader.generator)
         self.feed.batches, self.feed.handed = list(loader.batch_sampler), 0  # the epoch, once, from its sampler
         self.delivered, self.inner, self.workers, self.timing = 0, None, None, False
         self.after: Any = lambda asked: None
