@@ -14,6 +14,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import NoReturn
 
+from profiling.argv import script_problem
 from profiling.records import ProfileError
 
 EXIT_BAD_INPUT = 2
@@ -168,12 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[str]) -> list[str]:
-    """Drop the `--` separator and insist on a script, so `run`/`sweep` never start with nothing."""
+    """Drop the `--` separator and insist on a script that compiles (`script_problem`), before anything starts."""
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         parser.exit(EXIT_BAD_INPUT,
                     f"dlkit-prof {verb}: error: no script given (usage: dlkit-prof {verb} ... -- SCRIPT [ARGS...])\n")
+    if problem := script_problem(command[0]):
+        raise ProfileError(problem)
     return command
 
 
@@ -196,9 +199,9 @@ def _report_command(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.verb in ("run", "loader", "sweep"):
-        args.command = _script_command(parser, args.verb, args.command)
     try:
+        if args.verb in ("run", "loader", "sweep"):
+            args.command = _script_command(parser, args.verb, args.command)
         if args.verb == "report":
             return _report_command(args)
         if args.verb in LAZY_VERBS:

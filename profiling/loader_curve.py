@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from profiling import capture, interrupts
-from profiling.argv import output_stem, script_problem
+from profiling.argv import output_stem
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, job_cpus, workers_for_cpus
 from profiling.curve import read_curve, write_curve
-from profiling.records import CurvePoint, LoaderCurve, ProfileError, curve_timing
+from profiling.records import CurvePoint, LoaderCurve, curve_timing
 
 CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON; the report, or `loader`, draws it)
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
@@ -272,8 +272,6 @@ if __name__ == "__main__":
 
 def loader_command(args: Any) -> int:
     """`profiling loader --hold-ms MS -- SCRIPT ARGS`: writes `<stem>.curve.json` and `.png` into --output-dir."""
-    if problem := script_problem(args.command[0]):
-        raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     curve = out_dir / f"{output_stem(args.command[0])}.curve.json"

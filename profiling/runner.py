@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from profiling import capture
-from profiling.argv import declared_default, flag_value, output_stem, script_problem
+from profiling.argv import declared_default, flag_value, output_stem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
 from profiling.precheck import has_profile_decorator, unreachable_loop
@@ -163,8 +163,6 @@ def _exit_code(code: int, noted: list[int]) -> int:
 def run_command(args: argparse.Namespace) -> int:
     """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
     script, modules = args.command[0], getattr(args, "module", None) or ()
-    if problem := script_problem(script):
-        raise ProfileError(problem)
     decorated = has_profile_decorator(Path(script))
     unreachable = unreachable_loop(script, modules, decorated)
     if unreachable and not decorated:  # nothing the run could report on: refuse before it starts

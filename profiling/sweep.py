@@ -22,11 +22,10 @@ from pathlib import Path
 import pandas as pd
 
 from profiling import capture
-from profiling.argv import script_problem, strip_flags
+from profiling.argv import strip_flags
 from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.facts import gpus_from_env, read_environment
 from profiling.plots import new_figure
-from profiling.records import ProfileError
 from profiling.precheck import takes_metrics_json
 
 DEFAULT_BATCHES = 200  # batches per setting through the hook: enough for a steady rate, then a clean stop
@@ -311,8 +310,6 @@ def summarise(out_dir: Path, rows: list[dict], advice: int | None, advice_source
 def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did."""
     command = list(args.command)
-    if problem := script_problem(command[0]):
-        raise ProfileError(problem)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)
