@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import suppress
 
 MAIN_CPUS_GPU_PINNED = 2
 MAIN_CPUS_OTHERWISE = 1
@@ -52,10 +53,8 @@ def hold_process(cpus: set[int]) -> None:
     """Every thread of this process (and its later forks) onto `cpus`, as a job given them has its threads:
     sched_setaffinity(0) moves only the calling thread, and torch's pool stayed where it was."""
     for task in os.listdir("/proc/self/task"):
-        try:
+        with suppress(OSError):  # a thread that ended meanwhile
             os.sched_setaffinity(int(task), cpus)
-        except OSError:  # a thread that ended meanwhile
-            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,8 +97,7 @@ def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_S
 
 
 def write_curve(curve: LoaderCurve, path: Path) -> Path:
-    data = {**asdict(curve), "points": [asdict(p) for p in curve.points]}
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(asdict(curve), indent=2) + "\n", encoding="utf-8")  # asdict recurses into the points
     return path
 
 

@@ -12,6 +12,7 @@ import io
 import math
 import pickle
 import pickletools
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +100,10 @@ def _memo_index_past_the_data(data: bytes) -> str | None:
     """Why: CPython's unpickler grows its memo table to any index a PUT names, so one flipped byte (a LONG_BINPUT of
     778,987,873) made it zero 6 GB and spend 12 s. A pickle stores at most one memo entry per byte, so a larger index
     is corruption. Other faults are left to the unpickler."""
-    try:
+    with suppress(Exception):  # any fault in the opcode stream: the unpickler names it
         for op, arg, pos in pickletools.genops(data):
             if op.name in _MEMO_OPS and isinstance(arg, int) and arg > len(data):
                 return f"memo index {arg} at byte {pos} in a file of {len(data)} bytes"
-    except Exception:  # any fault in the opcode stream: the unpickler names it
-        return None
     return None
 
 

@@ -82,13 +82,8 @@ def _call_phase(call: ast.Call) -> str | None:
 
 def _names(node: ast.AST) -> list[str]:
     """Every identifier mentioned in an expression (`enumerate(self.train_loader)` -> enumerate, self, train_loader)."""
-    found = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            found.append(sub.id)
-        elif isinstance(sub, ast.Attribute):
-            found.append(sub.attr)
-    return found
+    return [sub.id if isinstance(sub, ast.Name) else sub.attr for sub in ast.walk(node)
+            if isinstance(sub, (ast.Name, ast.Attribute))]
 
 
 def statement_phase(node: ast.AST) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -110,10 +111,8 @@ class Sampler:
         self._stop.set()
         self._thread.join(timeout=5 * self.interval + 1)
         if self._nvml is not None:
-            try:
+            with suppress(Exception):
                 self._nvml.nvmlShutdown()
-            except Exception:
-                pass
 
     def _loop(self) -> None:
         cpus = cpus_from_env(os.environ, len(os.sched_getaffinity(0)))[0] or 1

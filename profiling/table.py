@@ -19,14 +19,8 @@ Sources = dict[str, list[str] | None]
 
 def resolve_source(filename: str, roots: Iterable[Path]) -> Path | None:
     """Where `filename` (as kernprof recorded it) is on this machine, or None."""
-    candidate = Path(filename)
-    if candidate.is_absolute():
-        return candidate if candidate.is_file() else None
-    for root in roots:
-        path = Path(root) / candidate
-        if path.is_file():
-            return path
-    return None
+    candidates = [Path(filename)] if Path(filename).is_absolute() else [Path(root) / filename for root in roots]
+    return next((path for path in candidates if path.is_file()), None)
 
 
 def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, list[str]]:
