@@ -72,11 +72,10 @@ def compare_command(args: argparse.Namespace) -> int:
 
     before, after = build_report(args.before), build_report(args.after)
     table, unit = compare_phases(before.phases, after.phases)
-    fmt = getattr(args, "format", "text")
-    if fmt == "json":
+    if args.format == "json":
         print(json.dumps({"unit": unit, "before": str(args.before), "after": str(args.after),
                           "phases": json.loads(table.to_json(orient="records"))}, indent=2))
-    elif fmt == "md":
+    elif args.format == "md":
         print(f"Compared in {unit}; speedup = before / after.\n")
         rows = [[r.phase, f"{r.before:.3f}", f"{r.after:.3f}", f"{r.speedup:.2f}x" if math.isfinite(r.speedup) else "-"]
                 for r in table.itertuples()]

@@ -75,13 +75,10 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interval: float = 1.0,
-                 num_workers: int | None = None, curve_seconds: float = 2.0, modules: Sequence[str] = (),
-                 trace_batches: int = 500, try_workers: str = "auto",
-                 segment_seconds: float = 2.0) -> tuple[int, dict, "Sampler | None", Environment]:
-    """Run the script under kernprof (traced, then timed untraced: profiling.trials; too short for that, the loader
+def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sampler | None, Environment]:
+    """Run `run`'s script under kernprof (traced, then timed untraced: profiling.trials; too short for that, the loader
     curve at exit: profiling.loader_curve); return (exit code, metadata, sampler or None, the machine's facts)."""
-    script, script_args = command[0], command[1:]
+    script, script_args, modules = args.command[0], args.command[1:], args.module
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
     # the profile, the hook's record of the loaders, and the loader timed at exit (paced: profiling.loader_curve)
@@ -92,10 +89,11 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
                   "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
                   "hostname": socket.gethostname(), "python": sys.executable}
     child_env = kernprof_environment(loaders, modules)
-    if trace_batches > 0:
-        child_env.update({TRACE_VAR: str(trace_batches), TRY_VAR: try_workers, SEGMENT_VAR: str(segment_seconds)})
-    if curve_seconds > 0:
-        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(curve_seconds), HOLD_VAR: HOLD_LOOP})
+    if args.trace_batches > 0:
+        child_env.update({TRACE_VAR: str(args.trace_batches), TRY_VAR: args.try_workers,
+                          SEGMENT_VAR: str(args.segment_seconds)})
+    if args.curve_seconds > 0:
+        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(args.curve_seconds), HOLD_VAR: HOLD_LOOP})
     meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=_now())
     started = datetime.now(timezone.utc)
     sampler = None
@@ -104,9 +102,9 @@ def run_profiled(command: list[str], out_dir: Path, sample: bool = False, interv
         try:
             # what the report needs of the machine (NVML, scontrol: up to a second), read while the script runs
             machine = read_environment()
-            meta.update(machine_meta(machine, Path(script), script_args, num_workers))
-            if sample:
-                sampler = Sampler(child.pid, interval=interval)
+            meta.update(machine_meta(machine, Path(script), script_args, args.num_workers))
+            if args.sample_gpu:
+                sampler = Sampler(child.pid, interval=args.sample_interval)
                 if sampler.message:
                     print(f"dlkit-prof run: {sampler.message}", file=sys.stderr)
             with sampler if sampler is not None else nullcontext():
@@ -162,7 +160,7 @@ def _exit_code(code: int, noted: list[int]) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
-    script, modules = args.command[0], getattr(args, "module", None) or ()
+    script, modules = args.command[0], args.module
     decorated = has_profile_decorator(Path(script))
     unreachable = unreachable_loop(script, modules, decorated)
     if unreachable and not decorated:  # nothing the run could report on: refuse before it starts
@@ -170,10 +168,7 @@ def run_command(args: argparse.Namespace) -> int:
     if unreachable:  # the user chose what to profile: say so, and profile it anyway
         print(f"dlkit-prof run: warning: {unreachable}", file=sys.stderr)
     out_dir = Path(args.output_dir)
-    code, meta, sampler, machine = run_profiled(
-        list(args.command), out_dir, args.sample_gpu, getattr(args, "sample_interval", 1.0), args.num_workers,
-        getattr(args, "curve_seconds", 2.0), modules, getattr(args, "trace_batches", 500),
-        getattr(args, "try_workers", "auto"), getattr(args, "segment_seconds", 2.0))
+    code, meta, sampler, machine = run_profiled(args, out_dir)
     # imported only now (a thread imported them while the script ran): pandas alone took 0.6 s before the start
     from profiling.render import render
     from profiling.report import build_report, write_report
@@ -202,7 +197,7 @@ def run_command(args: argparse.Namespace) -> int:
     if report.loop is None and code not in (0, EXIT_INTERRUPTED) and not decorated:  # its own argument error...
         print("dlkit-prof run: the script stopped before its training loop; no report", file=sys.stderr)
         return code
-    formats = [f.strip() for f in str(getattr(args, "formats", "text,md,html,json,csv")).split(",") if f.strip()]
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written += write_report(report, out_dir, stem, formats)
     print(render(report, "text"))
     print("\nfiles:\n" + "\n".join(f"  {p}" for p in written))

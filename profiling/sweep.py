@@ -155,7 +155,7 @@ def run_local(settings: list[Setting], runs_csv: Path | None = None) -> list[dic
 
 def sweep_gpus(args: argparse.Namespace) -> int:
     """GPUs each setting trains with: --gpus, else what this machine shows (Slurm, CUDA_VISIBLE_DEVICES, driver)."""
-    if getattr(args, "gpus", None) is not None:
+    if args.gpus is not None:
         return int(args.gpus)
     machine = read_environment()
     found = gpus_from_env(machine.env)[0]
@@ -217,7 +217,7 @@ def profile_current(args: argparse.Namespace, command: list[str], folder: Path) 
     folder.mkdir(parents=True, exist_ok=True)
     profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
     if not takes_metrics_json(Path(command[0])):  # a user's script: a bounded run, like each setting
-        profiled = ["env", f"{capture.BATCHES_VAR}={getattr(args, 'batches', DEFAULT_BATCHES)}", *profiled]
+        profiled = ["env", f"{capture.BATCHES_VAR}={args.batches}", *profiled]
     print("sweep: profiling the current setting (the script's own workers) for the model's advice ...", flush=True)
     with (folder / "log.txt").open("w", encoding="utf-8") as log:
         subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
@@ -314,8 +314,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
-    gpus, batches = sweep_gpus(args), getattr(args, "batches", DEFAULT_BATCHES)
-    settings = settings_for(command, workers, out_dir, gpus, batches, getattr(args, "repeats", 1))
+    settings = settings_for(command, workers, out_dir, sweep_gpus(args), args.batches, args.repeats)
     results, text = summarise(out_dir, run_local(settings, out_dir / "runs.csv"), advice, advice_source)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")
