@@ -60,7 +60,7 @@ def untraced_own(trials: dict | None) -> tuple[float, float] | None:
 
 
 def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
-                  curve_command: str = CURVE_COMMAND, trials: dict | None = None) -> AdviceNumbers:
+                  trials: dict | None = None) -> AdviceNumbers:
     """Every number the rules and the messages use, computed once: from the run's own loop timed untraced
     where the hook tried worker counts (or found it compute-bound), else from the curve or the estimate."""
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
@@ -74,7 +74,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         workers_known=facts.num_workers is not None, requested=facts.requested, cpu_ceiling=ceiling,
         main_cpus=main_cpus, worker_cap=worker_cap, pin_memory=facts.pin_memory,
         persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU",
-        curve_command=curve_command, curve_hold_ms=curve.hold_ms if curve is not None else 0.0,
+        curve_command=CURVE_COMMAND, curve_hold_ms=curve.hold_ms if curve is not None else 0.0,
         io_known=facts.read_share is not None, read_ms=facts.read_ms or 0.0, decode_ms=facts.decode_ms or 0.0,
         read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE)
     if loop is None:
@@ -359,11 +359,11 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     return edits
 
 
-def advise(loop: LoopSummary | None, facts: JobFacts, rules: tuple[Rule, ...] = RULES,
-           curve: LoaderCurve | None = None, trials: dict | None = None) -> Advice:
+def advise(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
+           trials: dict | None = None) -> Advice:
     """Evaluate the rule table; return the advice, its reasons, warnings and notes, and the exact edits."""
-    numbers = model_numbers(loop, facts, curve, trials=trials)
-    fired = [rule for rule in rules if rule.when(numbers)]
+    numbers = model_numbers(loop, facts, curve, trials)
+    fired = [rule for rule in RULES if rule.when(numbers)]
     edits = [] if numbers.num_workers is None else [f"#SBATCH --cpus-per-task={numbers.cpus_per_task}",
                                                      *script_edits(numbers, facts)]
 

@@ -49,9 +49,9 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
     return next(p.batches_per_s for p in pts if p.workers == workers)
 
 
-def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_SHARE) -> CurveChoice | None:
-    """The fewest workers (<= worker_cap, 0 counted like any k) whose rate is at least `fed_share` / hold, or whose
-    loop slept for batches under 1 / fed_share - 1 of each held step (k >= 1, measured points), or within LEVEL of
+def choose_workers(curve: LoaderCurve, worker_cap: int) -> CurveChoice | None:
+    """The fewest workers (<= worker_cap, 0 counted like any k) whose rate is at least FED_SHARE / hold, or whose
+    loop slept for batches under 1 / FED_SHARE - 1 of each held step (k >= 1, measured points), or within LEVEL of
     where the curve settles from k up, once some k comes within LEVEL of that; then PACED_SLACK more when that is
     one or more (within the cap: the slack is a rule, not a reading of the curve). When none within the cap is fed:
     CPU-capped if the curve reaches the target above the cap or still rose at its last step (more CPUs would help),
@@ -59,7 +59,7 @@ def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_S
     for a curve timed alone, or one short of the cap (fewer CPUs) and still rising: then only an estimate remains."""
     if curve.hold_ms <= 0:
         return None
-    target = fed_share / (curve.hold_ms / 1e3)
+    target = FED_SHARE / (curve.hold_ms / 1e3)
     ordered = sorted(curve.points, key=lambda p: p.workers)
     positive = [p for p in ordered if p.workers >= 1]
     top = min(worker_cap, positive[-1].workers) if positive else 0
@@ -79,7 +79,7 @@ def choose_workers(curve: LoaderCurve, worker_cap: int, fed_share: float = FED_S
 
     for k, rate in rates.items():
         above = [p.batches_per_s for p in positive if k <= p.workers <= top]
-        if rate >= target or waited_share(k) <= 1 / fed_share - 1 or (
+        if rate >= target or waited_share(k) <= 1 / FED_SHARE - 1 or (
                 best >= (1 - LEVEL) * target and bool(above) and rate >= (1 - LEVEL) * statistics.median(above)):
             advised = min(k + PACED_SLACK, worker_cap)
             return CurveChoice(advised, target, rates.get(advised), best, best_k, top, False, False,

@@ -147,8 +147,7 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
 
 
 def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: float = SECONDS,
-                  max_batches: int = MAX_BATCHES, log: Any = sys.stderr, gpus: int = 0,
-                  hold_s: float = 0.0) -> LoaderCurve:
+                  max_batches: int = MAX_BATCHES, gpus: int = 0, hold_s: float = 0.0) -> LoaderCurve:
     """Time the loader at each k in `workers`, held to the CPUs a job with k workers would ask for, as the sweep is:
     the curve says what `--cpus-per-task` for k delivers, not the node. `hold_s` > 0 paces it (see `time_loader`)."""
     points = []
@@ -161,17 +160,11 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
             if point is not None:
                 points.append(point)
                 print(f"loader curve: num_workers={k}: {point.batches_per_s:.1f} batches/s "
-                      f"({point.batches} batches in {point.seconds:.2f} s)", file=log, flush=True)
+                      f"({point.batches} batches in {point.seconds:.2f} s)", file=sys.stderr, flush=True)
     finally:
         if mask is not None:
             hold_process(mask)
     return LoaderCurve(tuple(points), cpus, spec.batch_size, spec.pin_memory, spec.where, round(hold_s * 1e3, 3))
-
-
-def visible_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 class _CurveHook:
@@ -231,7 +224,10 @@ class _CurveHook:
             self.hold_ms = self.loop_hold_ms(entry)
         if self.hold_ms <= 0:
             return
-        gpus, cpus = visible_gpus(), job_cpus() or 1
+        import torch
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        cpus = job_cpus() or 1
         print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
               f"per setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
         # torch's exit hook (registered on the script's import, so it ran first) marked the interpreter as exiting;

@@ -178,20 +178,16 @@ def report_dict(report: Report) -> dict[str, Any]:
     })
 
 
-def render_html_page(report: Report, plot_paths: list[Path] | None = None) -> str:
-    """HTML through `profiling.html`; without plot files, draw them in a temporary folder first."""
-    from profiling import html, plots
-
-    if plot_paths is not None:
-        return html.render_html(report, plot_paths)
-    with tempfile.TemporaryDirectory() as tmp:
-        return html.render_html(report, plots.write_plots(report, Path(tmp), "report"))
-
-
 def render(report: Report, fmt: str, plot_paths: list[Path] | None = None) -> str:
-    """The report in one format: text, md, json, csv or html."""
+    """The report in one format: text, md, json, csv or html (`profiling.html`; without plot files, the plots are
+    drawn in a temporary folder first)."""
     if fmt == "html":
-        return render_html_page(report, plot_paths)
+        from profiling import html, plots
+
+        if plot_paths is not None:
+            return html.render_html(report, plot_paths)
+        with tempfile.TemporaryDirectory() as tmp:
+            return html.render_html(report, plots.write_plots(report, Path(tmp), "report"))
     renderers = {"text": render_text, "md": render_markdown, "csv": lambda r: r.lines.to_csv(index=False),
                  "json": lambda r: json.dumps(report_dict(r), indent=2)}
     if fmt not in renderers:
