@@ -45,12 +45,6 @@ class Setting:
     cpus: int  # --cpus-per-task for these workers: profiling.cpu_rule.cpus_for_workers
 
 
-def hooked(command: list[str], loaders: Path, workers: int, batches: int) -> list[str]:
-    """The command run through `profiling.capture`: workers set on its loaders, stopped after `batches`."""
-    settings = [f"{capture.PATH_VAR}={loaders}", f"{capture.BATCHES_VAR}={batches}", f"{capture.WORKERS_VAR}={workers}"]
-    return ["env", *settings, sys.executable, "-m", "profiling.capture", *command]
-
-
 def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0,
                  batches: int = DEFAULT_BATCHES, repeats: int = 1) -> list[Setting]:
     """One setting per worker count, with the CPUs the kit's rule gives it: the kit's scripts through their flags,
@@ -67,8 +61,9 @@ def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: in
             metrics = folder / "metrics.json"
             run = [sys.executable, script, *args, "--num-workers", str(w), "--metrics-json", str(metrics)]
         else:
-            metrics = folder / "loaders.json"
-            run = hooked(command, metrics, w, batches)
+            metrics = folder / "loaders.json"  # the hook sets the workers on its loaders, stops it after `batches`
+            hook = [f"{capture.PATH_VAR}={metrics}", f"{capture.BATCHES_VAR}={batches}", f"{capture.WORKERS_VAR}={w}"]
+            run = ["env", *hook, sys.executable, "-m", "profiling.capture", *command]
         result.append(Setting(w, run, metrics, folder / "log.txt", cpus_for_workers(w, gpus, pin)))
     return result
 
@@ -77,8 +72,8 @@ def read_metrics(path: Path) -> tuple[float, float]:
     """(images_per_sec, mean epoch seconds) from the script's metrics JSON, or the busiest loader's samples/s (no epoch
     time). With 2+ epochs the first (warm-up) is left out: the second took 0.79-0.90 of it (median, six GPU sweeps)."""
     if path.name == "loaders.json":
-        loader = capture.loader_for_loop(capture.read_loaders(path))
-        rate = capture.batches_per_second(loader) if loader else None
+        loader = capture.loader_for_loop(capture.read_loaders(path)) or {}  # (none recorded: no rate)
+        rate = capture.batches_per_second(loader)
         if rate is None:
             raise ValueError("fewer than two batches were recorded")
         return rate * (loader.get("batch_size") or 1), math.nan
@@ -94,8 +89,7 @@ def loop_times(path: Path) -> tuple[float, float]:
     """(compute, data wait) per batch in ms (NaN where unrecorded), from the hook or a kit script's warm epochs:
     checks that compute per batch does not change with the workers (docs/profiling-model.md, assumption 2)."""
     if path.name == "loaders.json":
-        loader = capture.loader_for_loop(capture.read_loaders(path))
-        step = capture.loop_step(loader) if loader else None
+        step = capture.loop_step(capture.loader_for_loop(capture.read_loaders(path)) or {})
         if step is None:
             return math.nan, math.nan
         return 1e3 * step.compute_s, 1e3 * step.wait_s
