@@ -14,7 +14,6 @@ from typing import Any
 
 from profiling import interrupts
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
-from profiling.memory import memory_left_mb, private_mb
 from profiling.turns import HANDOFF_MS, LOADER_BOUND, MIN_TIMED, out_of_the_running
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
@@ -64,7 +63,7 @@ class Trials:
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
         self.mask: set[int] | None = None
         self.threads: int | None = None
-        self.feed, self.loaders = Feed(), {}  # one DataLoader per tried count, fed by one sampler
+        self.feed, self.loaders = Feed(), {}  # the DataLoader of the count whose turn it is, fed by one sampler
 
     # -- tracing --------------------------------------------------------------------------------------
     def stop_tracing(self) -> None:
@@ -215,26 +214,25 @@ class Trials:
         torch.set_num_threads(own if workers is None else min(own, len(cpus)))
 
     def loader_for(self, workers: int, loader: Any) -> Any:
-        """The DataLoader of one count: the script's dataset and options, the shared feed, workers kept."""
+        """The DataLoader of one count: the script's dataset and options, the shared feed. Only this count's workers
+        are alive, as in a job of its own: with every tried count's kept, a long H200 run of conv_default1 put 4, 6
+        and 8 workers 7-15 % behind 12, where separate processes put them 0-3 % behind the best, and one count
+        alive 0-5 % (docs/results/issue34-h200-08f6). A count that goes on after an epoch's end keeps its workers."""
+        import torch
         from torch.utils.data import DataLoader
 
+        self.drop([k for k in self.loaders if k != workers])
         if workers not in self.loaders:
-            if workers and self.short_of_memory(workers):
-                self.drop(list(self.loaders))  # one count's workers alive at a time, as in a plain run
             options: dict[str, Any] = {"num_workers": workers, "collate_fn": loader.collate_fn,
                                        "pin_memory": loader.pin_memory, "timeout": loader.timeout,
                                        "worker_init_fn": loader.worker_init_fn}
             if workers > 0:
                 options.update(multiprocessing_context=loader.multiprocessing_context, persistent_workers=True,
                                prefetch_factor=loader.prefetch_factor or 2)
-            self.loaders[workers] = DataLoader(loader.dataset, batch_sampler=self.feed, **options)
+            # the turn's workers draw their seeds from a generator of its own: the script's RNG stays where it was
+            seeds = torch.Generator().manual_seed(torch.initial_seed() + len(self.segments))
+            self.loaders[workers] = DataLoader(loader.dataset, batch_sampler=self.feed, generator=seeds, **options)
         return self.loaders[workers]
-
-    def short_of_memory(self, workers: int) -> bool:
-        """Would `workers` more workers, each holding what the live ones do on average, take over half of what the
-        job may still take? Then the other counts' workers are stopped first."""
-        live = [w.pid for loader in self.loaders.values() if loader._iterator for w in loader._iterator._workers]
-        return bool(live) and workers * private_mb(live) / len(live) > memory_left_mb() / 2
 
     def drop(self, counts: Any) -> None:
         """Stop the workers of counts no longer tried (torch keeps a persistent loader's iterator)."""
@@ -272,7 +270,7 @@ class Trials:
 
 class Feed:
     """The batch sampler all tried counts' DataLoaders share: the epoch's batches in order, while a turn is open. After
-    a turn its prefetched batches are delivered; the next count starts at the first not handed out, workers kept."""
+    a turn its prefetched batches are delivered; the next count starts at the first not handed out."""
 
     def __init__(self) -> None:
         self.batches: list[Any] = []
@@ -288,8 +286,7 @@ class Feed:
 
 
 class Segmented:
-    """One epoch of the training loader, served in turns by the tried counts' DataLoaders (one each, workers kept
-    between turns: on an H100 conv_default1's untraced loop took 39.2 s so, 47.0 s with fresh workers each turn)."""
+    """One epoch of the training loader, served in turns by the tried counts' DataLoaders (Trials.loader_for)."""
 
     def __init__(self, trials: Trials, loader: Any, make: Any) -> None:
         import torch
@@ -311,17 +308,14 @@ class Segmented:
 
     def open(self) -> None:
         """Start the next turn at the first batch not yet handed out, on its count's own DataLoader."""
-        import torch
-
         self.workers = self.trials.next_setting()
         workers = self.loader.num_workers if self.workers is None else self.workers
         self.trials.hold(self.workers)
-        self.feed.open, state = True, torch.random.get_rng_state()
+        self.feed.open = True
         loader = self.trials.loader_for(workers, self.loader)
         forks = workers > 0 and loader._iterator is None  # this count's first turn starts its workers
         # torch's own __iter__ (not recorded as a loader of the script): forks the count's workers once
         self.inner = interrupts.guarded(self.make, loader)
-        torch.random.set_rng_state(state)  # the turn's seed draw leaves the script's RNG where it was
         if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
             atexit.unregister(self.trials.release)
             atexit.register(self.trials.release)
