@@ -2,7 +2,7 @@
 
 Each is a different style: workers set in code, `-j/--workers`, no argparse, the DataLoader built in a
 helper or through functools.partial, the loop in a class method, the loop in an imported module, train +
-validation loaders, steps pulled by hand with next(it) and no epochs. Each
+validation loaders, steps pulled by hand with next(it) and no epochs, a step in a function of its own. Each
 real `run` must find the loop, read the workers from the script's own DataLoader and name that
 DataLoader's line (or the script's own worker flag) in the edits, never a flag the script lacks.
 """
@@ -389,3 +389,19 @@ def test_a_script_that_compiles_its_model_trains_under_the_profiler_as_it_does_p
     epochs = [line for line in done.stdout.splitlines() if line.startswith("epoch ")]
     assert len(epochs) == 3 and epochs == plain.stdout.splitlines(), (epochs, plain.stdout)
     assert f"Training loop: {script}:{line_of(script, 'for x, y in loader:')} in train()" in done.stdout
+
+
+def test_a_step_in_a_function_of_its_own_shows_in_the_phases_of_the_loop_that_calls_it(tmp_path, repo):
+    """`losses.append(train_step(...))` is the loop's only line besides its header: the phase table called the whole
+    step `other` (unseen d_4). The call's seconds are now shared out as train_step's own lines share theirs."""
+    script = OWN / "step_in_function.py"
+    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
+                  str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / "step_in_function.lprof")
+    assert report.loop.function == "train_epoch", report.loop
+    phases = report.phases.set_index("phase")["seconds"]
+    call = report.lines[report.lines["source"].str.contains("losses.append(train_step", regex=False)]
+    assert len(call) == 1 and phases.sum() == pytest.approx(report.loop.wait_seconds + report.loop.compute_seconds)
+    assert phases["other"] < 0.2 * call["seconds"].sum(), phases  # the step itself is no longer `other` ...
+    assert min(phases[p] for p in ("forward", "loss", "backward", "optimizer")) > 0, phases  # ... but its phases
