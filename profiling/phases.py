@@ -306,6 +306,17 @@ def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
                        wait_seconds=wait, compute_seconds=float(traced.get("seconds", 0.0)) - wait)
 
 
+def set_up_as_other(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
+    """Lines outside the training loop that ran no more often than its function was entered (set-up, per-epoch work)
+    are no phase of a step: in the line table `model = Net().to(device)` read as `forward` (unseen scripts)."""
+    entries = loop.entries or 1 if loop is not None else 1
+    if loop is None or not loop.function or loop.batches <= entries:
+        return table
+    inside = (table["file"] == loop.file) & (table["function"] == loop.function) & (
+        table["line"].between(*loop.lines) | (loop.lines[1] == 0))
+    return table.assign(phase=table["phase"].where(inside | (table["hits"] > entries), "other"))
+
+
 def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
     """Seconds, % and ms per batch of each phase, over the training loop's lines, so "per batch" stays honest when
     others (set-up around it, an eval loop, helpers) were profiled too. Without a loop every line counts and per-batch

@@ -17,7 +17,7 @@ from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
 from profiling.precheck import takes_metrics_json, worker_flag
-from profiling.phases import classify_lines, hooked_loop, phase_summary, training_loop
+from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
@@ -123,6 +123,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     record = sibling(lprof_path, ".loaders.json")
     loaders, trials = read_loaders(record), read_trials(record)
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
+    table = set_up_as_other(table, loop)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
                              (trials or {}).get("loader"))
     notes += loader_notes(loaders, loader, (trials or {}).get("status"))

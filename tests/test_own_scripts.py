@@ -393,7 +393,8 @@ def test_a_script_that_compiles_its_model_trains_under_the_profiler_as_it_does_p
 
 def test_a_step_in_a_function_of_its_own_shows_in_the_phases_of_the_loop_that_calls_it(tmp_path, repo):
     """`losses.append(train_step(...))` is the loop's only line besides its header: the phase table called the whole
-    step `other` (unseen d_4). The call's seconds are now shared out as train_step's own lines share theirs."""
+    step `other` (unseen d_4). The call's seconds are now shared out as train_step's own lines share theirs. In the
+    line table, set-up run once (`model = Net()`) is no step's `forward`, while train_step's `model(batch)` is."""
     script = OWN / "step_in_function.py"
     done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
                   str(script), cwd=tmp_path)
@@ -405,3 +406,5 @@ def test_a_step_in_a_function_of_its_own_shows_in_the_phases_of_the_loop_that_ca
     assert len(call) == 1 and phases.sum() == pytest.approx(report.loop.wait_seconds + report.loop.compute_seconds)
     assert phases["other"] < 0.2 * call["seconds"].sum(), phases  # the step itself is no longer `other` ...
     assert min(phases[p] for p in ("forward", "loss", "backward", "optimizer")) > 0, phases  # ... but its phases
+    phase_of = report.lines.set_index("source")["phase"].rename(str.strip)
+    assert phase_of["model = Net()"] == "other" and phase_of["output = model(batch)"] == "forward", phase_of
