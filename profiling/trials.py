@@ -230,7 +230,7 @@ class Trials:
                 options.update(multiprocessing_context=loader.multiprocessing_context, persistent_workers=True,
                                prefetch_factor=loader.prefetch_factor or 2)
             # the turn's workers draw their seeds from a generator of its own: the script's RNG stays where it was
-            seeds = torch.Generator().manual_seed(torch.initial_seed() + len(self.segments))
+            seeds = torch.Generator().manual_seed((torch.initial_seed() + len(self.segments)) % 2**64)
             self.loaders[workers] = DataLoader(loader.dataset, batch_sampler=self.feed, generator=seeds, **options)
         return self.loaders[workers]
 
@@ -313,8 +313,8 @@ class Segmented:
         self.trials.hold(self.workers)
         self.feed.open = True
         loader = self.trials.loader_for(workers, self.loader)
-        forks = workers > 0 and loader._iterator is None  # this count's first turn starts its workers
-        # torch's own __iter__ (not recorded as a loader of the script): forks the count's workers once
+        forks = workers > 0 and loader._iterator is None  # a new turn starts its workers (one going on keeps them)
+        # torch's own __iter__ (not recorded as a loader of the script)
         self.inner = interrupts.guarded(self.make, loader)
         if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
             atexit.unregister(self.trials.release)

@@ -309,6 +309,21 @@ def test_one_counts_workers_are_alive_at_a_time_and_the_hand_overs_keep_the_epoc
             os.kill(pid, 0)
 
 
+def test_a_turns_worker_seed_stays_in_range_whatever_the_scripts_seed():
+    """Each turn's generator is the script's seed plus the turns so far: past 2**64 - 1 torch refuses a seed
+    (a script that called torch.seed() may hold one that high), so it wraps."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    trials = Trials(asked="0")
+    trials.segments = [(0, 5, 0.01)]
+    with torch.random.fork_rng():
+        torch.manual_seed(2**64 - 1)
+        loader = trials.loader_for(0, DataLoader(IndexAndPid(), batch_size=2))
+    assert loader.generator.initial_seed() == 0
+    trials.release()
+
+
 def test_the_trials_take_turns_in_rotated_order_and_drop_clearly_slower_counts():
     trials = Trials(asked="1,2,4")
     trials.own, trials.settings, trials.mask, trials.queue = 1, [1, 2, 4], None, []
