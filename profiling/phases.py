@@ -312,9 +312,13 @@ def set_up_as_other(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFra
     if loop is None or not loop.function or loop.batches <= (loop.entries or 1):
         return table
     entries = loop.entries or 1
-    inside = (table["file"] == loop.file) & (table["function"] == loop.function) & (
+    return table.assign(phase=table["phase"].where(_in_loop(table, loop) | (table["hits"] > entries), "other"))
+
+
+def _in_loop(table: pd.DataFrame, loop: LoopSummary) -> pd.Series:
+    """The rows of the loop's own lines (all its function's where an older record gave no lines)."""
+    return (table["file"] == loop.file) & (table["function"] == loop.function) & (
         table["line"].between(*loop.lines) | (loop.lines[1] == 0))
-    return table.assign(phase=table["phase"].where(inside | (table["hits"] > entries), "other"))
 
 
 def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
@@ -324,8 +328,7 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
     import pandas as pd
 
     whole = loop is None or not loop.function  # no loop, or one no profiled line shows (hooked_loop)
-    rows = table if whole else table[(table["file"] == loop.file) & (table["function"] == loop.function)
-                                     & (table["line"].between(*loop.lines) | (loop.lines[1] == 0))]
+    rows = table if whole else table[_in_loop(table, loop)]
     seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
     if not whole:
         seconds = seconds.add(_through_calls(rows, table), fill_value=0.0).reindex(list(PHASES))
