@@ -2,7 +2,8 @@
 # Issue 34: the trials' schedule against separate processes, each run long enough to rank flat counts.
 # From the repo root, on a GPU node:  OUT=/tmp/x bash benchmarks/long_trials.sh STYLE EPOCHS JUDGE_SECONDS
 # 1. `profiling run --try-workers 2,4,6,8,12` with benchmarks/long_trials/sitecustomize.py: no count dropped, turns
-#    until the script ends (trials/); again with LONG_TRIALS_ONE_ALIVE=1 (one-alive/) unless ONE_ALIVE=0.
+#    until the script ends (trials/); again with LONG_TRIALS_ONE_ALIVE=1 (one-alive/) unless ONE_ALIVE=0. (Since
+#    c0c29a3 the kit keeps one count alive itself, so both runs do; the all-alive schedule is 344104b's.)
 # 2. benchmarks/rotation_judge.py on the same counts, persistent workers, 3 processes a count, for JUDGE_SECONDS
 #    (judge/; 0 skips it).
 # ARGS="--samples 6000" replaces the style's size. Compare: python benchmarks/long_trials_compare.py OUT/STYLE

@@ -5,7 +5,9 @@ PYTHONPATH, as benchmarks/long_trials.sh puts it; nothing in the kit imports it.
 Why: on flat curves the trials and the judge ranked counts otherwise, but each had 2-3 turns or rounds a count, so
 noise and a bias of the schedule could not be told apart. Here no count is dropped and the rounds go on until the
 script ends. LONG_TRIALS_ONE_ALIVE=1 also stops the other counts' workers before each turn, as separate processes
-would have them: one count's workers alive at a time.
+would have them: one count's workers alive at a time. The kit has done that itself since c0c29a3, so from there on
+both runs keep one count alive; the comparison in docs/results/issue34-h200-08f6 ran at 344104b, where the kit kept
+every tried count's workers alive between turns (check that commit out to run it again).
 """
 import os
 
