@@ -8,6 +8,11 @@
 #    (judge/; 0 skips it).
 # ARGS="--samples 6000" replaces the style's size. Compare: python benchmarks/long_trials_compare.py OUT/STYLE
 set -uo pipefail
+if [ $# -lt 2 ] || [ ! -f "benchmarks/styles/$1.py" ] || ! [[ $2 =~ ^[0-9]+$ && ${3:-0} =~ ^[0-9]+$ ]]; then
+    echo "long_trials.sh: error: usage: bash benchmarks/long_trials.sh STYLE EPOCHS [JUDGE_SECONDS] (from the repo root;" \
+         "STYLE one of benchmarks/styles/)" >&2
+    exit 2
+fi
 style=$1; epochs=$2; judge_s=${3:-0}; OUT=${OUT:-/tmp/long-trials}; ONE_ALIVE=${ONE_ALIVE:-1}
 d=$OUT/$style; mkdir -p "$d"
 case $style in

@@ -40,6 +40,10 @@ def trials_curve(path: Path, draws: int = 2000) -> tuple[pd.DataFrame, int]:
 
 
 def main(folders: list[str]) -> int:
+    if not folders or not all(Path(f, "judge").is_dir() or any(Path(f).glob("*.loaders.json")) for f in folders):
+        print("long_trials_compare: error: expected folders that long_trials.sh wrote (OUT/STYLE), got "
+              f"{' '.join(folders) or 'none'}", file=sys.stderr)
+        return 2
     for folder in map(Path, folders):
         print(f"== {folder}")
         windows = folder / "judge" / "windows.csv"
