@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,18 +74,34 @@ class Slurm:
         """The job's records as {JobID: {field: value}}, steps included ("12.batch").
 
         slurmdbd gets a finished job's record in pieces (a step may arrive before the job, under
-        the placeholder name "allocation"), so poll until the job's line has a final state and a
-        real name."""
+        the placeholder name "allocation"; a CI run read a job line FAILED with ExitCode 0:0 that
+        later read 2:0), so poll until the job's line has a final state, a real name and, while
+        the controller still holds the job, the controller's own state (and exit code, where the
+        script's exit ended the job: a cancelled job's line keeps 0:0, the controller says 0:15)."""
         deadline = time.monotonic() + limit
         while True:
+            ended = self.ended(job_id)
             out = self.run("sacct", "-P", "-j", job_id, "-o", fields).stdout
             header, *rows = out.strip().splitlines() or [""]
             records = {row.split("|")[0]: dict(zip(header.split("|"), row.split("|"))) for row in rows}
             job = records.get(job_id, {})
             settled = job.get("State", "PENDING") not in {"PENDING", "RUNNING", "COMPLETING"}
-            if (settled and job.get("JobName", "") != "allocation") or time.monotonic() > deadline:
+            agrees = ended is None or (job.get("State", "").split(" ")[0] == ended[0] and (
+                ended[0] not in {"COMPLETED", "FAILED"} or job.get("ExitCode", ended[1]) == ended[1]))
+            if (settled and agrees and job.get("JobName", "") != "allocation") or time.monotonic() > deadline:
                 return records
             time.sleep(0.3)
+
+    def ended(self, job_id: str) -> tuple[str, str] | None:
+        """(JobState, ExitCode) of a job the controller still holds and has ended; None otherwise (it
+        forgets a job MinJobAge seconds after its end). The controller's record is whole at once."""
+        out = self.run("scontrol", "show", "job", "-o", job_id).stdout
+        state = re.search(r"(?<!\S)JobState=(\S+)", out)
+        code = re.search(r"(?<!\S)ExitCode=(\S+)", out)
+        if not state or not code or state[1] in {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING",
+                                                  "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"}:
+            return None
+        return state[1], code[1]
 
 
 def _slurm_problem(conf: str | None = None, nodes: int = 1) -> str | None:
