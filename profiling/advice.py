@@ -276,7 +276,7 @@ RULES: tuple[Rule, ...] = (
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
          "on a GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits "
          "spin on a core, so with only one CPU of its own it takes time from the workers."),
-    Rule("main_process_cpu", "advice", lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus == 1,
+    Rule("main_process_one_cpu", "advice", lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus == 1,
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus one CPU for the main process, which "
          "runs the training loop and takes each batch the workers finish."),
     Rule("too_many_workers", "warning", lambda n: n.workers_known and n.current_workers > max(n.cpus - n.main_cpus, 0),
@@ -330,7 +330,7 @@ BRIEF: dict[str, str] = {
     "compute_bound": "The loader is not the bottleneck: the loop waited {wait_pct:.1f}% of a step for data.",
     "fewer_workers": "The loader keeps up with {num_workers} worker(s), fewer than the {current_workers} used.",
     "main_process_cpus": "Plus {main_cpus} CPUs for the main process (loop, pin-memory thread, CUDA waits).",
-    "main_process_cpu": "Plus 1 CPU for the main process, which runs the training loop.",
+    "main_process_one_cpu": "Plus 1 CPU for the main process, which runs the training loop.",
 }
 
 # The lesson script's flags for a rule's remedy, kept apart: `run` profiles any script, only mnist_classify.py has them.

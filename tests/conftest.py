@@ -92,16 +92,20 @@ class Slurm:
                 return records
             time.sleep(0.3)
 
-    def ended(self, job_id: str) -> tuple[str, str] | None:
-        """(JobState, ExitCode) of a job the controller still holds and has ended; None otherwise (it
-        forgets a job MinJobAge seconds after its end). The controller's record is whole at once."""
+    def show(self, job_id: str) -> list[dict[str, str]]:
+        """The controller's view of a job (one record per array task); [] once it forgets the job,
+        MinJobAge seconds after its end."""
         out = self.run("scontrol", "show", "job", "-o", job_id).stdout
-        state = re.search(r"(?<!\S)JobState=(\S+)", out)
-        code = re.search(r"(?<!\S)ExitCode=(\S+)", out)
-        if not state or not code or state[1] in {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING",
-                                                  "REQUEUED", "REQUEUE_HOLD", "SUSPENDED"}:
+        return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in out.splitlines() if line.strip()]
+
+    def ended(self, job_id: str) -> tuple[str, str] | None:
+        """(JobState, ExitCode) of a job the controller still holds and has ended, else None. The
+        controller's record is whole at once; the accounting database's arrives in pieces."""
+        job = next(iter(self.show(job_id)), {})
+        if job.get("JobState", "PENDING") in {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED",
+                                             "REQUEUE_HOLD", "SUSPENDED"}:
             return None
-        return state[1], code[1]
+        return job["JobState"], job.get("ExitCode", "")
 
 
 def _slurm_problem(conf: str | None = None, nodes: int = 1) -> str | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Slurm
 from profiling.cpu_rule import cpus_for_workers, workers_for_cpus
 
 pytestmark = pytest.mark.slurm
@@ -61,8 +62,7 @@ def wait_gone(job_ids: list[str], timeout: float) -> None:
 
 def job_records(job_id: str) -> list[dict[str, str]]:
     """scontrol's view of a job (one record per array task)."""
-    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30)
-    return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in out.stdout.splitlines() if line.strip()]
+    return Slurm().show(job_id)
 
 
 def log_of(ctx: dict, pattern: str) -> str:

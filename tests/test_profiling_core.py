@@ -208,8 +208,8 @@ def test_main_process_cpus_depend_on_gpu_and_pinned_memory():
     assert unpinned_gpu.cpus_per_task == unpinned_gpu.num_workers + 1
     assert cpu_only.cpus_per_task == cpu_only.num_workers + 1
     assert "main_process_cpus" not in unpinned_gpu.fired_rules + cpu_only.fired_rules
-    assert "main_process_cpu" in unpinned_gpu.fired_rules and "main_process_cpu" in cpu_only.fired_rules
-    assert "main_process_cpu" not in pinned_gpu.fired_rules
+    assert "main_process_one_cpu" in unpinned_gpu.fired_rules and "main_process_one_cpu" in cpu_only.fired_rules
+    assert "main_process_one_cpu" not in pinned_gpu.fired_rules
     # the cap leaves the main process its two CPUs: 6 CPUs hold at most 4 workers
     capped = advise(loop, JobFacts(cpus=6, gpus=1, num_workers=1))
     assert (capped.num_workers, capped.cpus_per_task) == (4, 6)
