@@ -15,10 +15,11 @@ for name in ${JUDGE:-}; do
     small_files) judged=(--epochs 20 --files 48000) ;;
     augment_heavy) judged=(--epochs 20 --samples 25600) ;;
     cpu_mixup) judged=(--epochs 60) ;;
-    *) echo "unknown style: $name" >&2; exit 2 ;;
+    *) echo "run.sh: error: unknown style $name (one of benchmarks/styles/)" >&2; exit 2 ;;
     esac
     d=$OUT/$name; mkdir -p "$d"; rm -rf "${d:?}/judge"
     report=$d/run.report.json; [ -f "$report" ] || report=$PRIOR/$name/run.report.json
+    [ -f "$report" ] || { echo "run.sh: error: no run.report.json for $name: profile it (PROFILE) or name PRIOR" >&2; exit 2; }
     k=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['advice']['num_workers'])" "$report") || exit 2
     left=$(( BUDGET - ($(date +%s) - begin) - 10 ))
     [ "$left" -lt 120 ] && { echo "$name not judged: $left s left"; continue; }
