@@ -98,9 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where the loader holds the loop back, the worker counts the later epochs try in turn "
                           "(default auto: 1, 2, 4, 6, 8, 12, ... within the job's CPUs)")
     run.add_argument("--segment-seconds", type=float, default=2.0,
-                     help="at most this many timed seconds per worker count per turn (default 2; a turn also "
-                          "ends at an epoch's share, so that one round of counts fits in an epoch, once it has "
-                          "timed a quarter of this)")
+                     help="timed seconds per worker count per turn (default 2; at least twice the workers' "
+                          "start, where that is longer; a turn also ends at an epoch's share, so that one round of "
+                          "counts fits in an epoch, once it has timed a quarter of this)")
     run.add_argument("--curve-seconds", type=float, default=2.0,
                      help="when the run was too short to try worker counts, time its DataLoader at exit for "
                           "this many seconds per setting, each batch held for the loop's own step (the fallback "

@@ -119,6 +119,9 @@ class AdviceNumbers:
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)
     tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step
+    starts: int = 0                     # the turns that started their count's workers, ...
+    start_total_s: float = 0.0          # ... the seconds they took to the first batch, ...
+    turn_s: float = 0.0                 # ... and a turn's least timed seconds where that made turns longer
     traced_step_ms: float | None = None    # the traced loop's step (the hook's, else the profile's wait + compute)
     untraced_step_ms: float | None = None  # the same loop's step untraced, with the run's own workers
     traced_batches: int | None = None   # the batches line tracing covered

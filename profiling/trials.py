@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import statistics
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ TRACE_BATCHES = 500
 SEGMENT_SECONDS = 2.0
 ROUNDS = 12        # at most this many rounds of turns, while two or more counts are still in the running
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
+STARTS = 2.0  # a turn times at least STARTS x its workers' median start (spawn: ~5 s a start on an H200, 2 s turns)
 NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 NO_TIME = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}  # a timing before its first step (copied, never changed)
@@ -58,6 +60,7 @@ class Trials:
         self.queue: list[int] = []
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
+        self.starts: list[float] = []  # seconds from each turn's new workers to its first batch
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
         self.untraced, self.traced = (dict(NO_TIME) for _ in range(2))
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
@@ -246,6 +249,10 @@ class Trials:
         self.drop(self.loaders)
         self.hold(None)
 
+    def turn_s(self) -> float:
+        """The least timed seconds of a turn: --segment-seconds, or more where starting workers costs more."""
+        return max(self.segment_s, STARTS * statistics.median(self.starts)) if self.starts else self.segment_s
+
     def steps(self) -> dict[int, float]:
         """Seconds per step of each setting, over its timed batches."""
         return {k: t["seconds"] / t["steps"] for k, t in self.timed.items() if t["steps"] >= MIN_TIMED}
@@ -264,6 +271,7 @@ class Trials:
         return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
+                "turn_seconds": self.turn_s(), "starts": len(self.starts), "start_seconds": sum(self.starts),
                 "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
                 "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
 
@@ -314,6 +322,7 @@ class Segmented:
         self.feed.open = True
         loader = self.trials.loader_for(workers, self.loader)
         forks = workers > 0 and loader._iterator is None  # a new turn starts its workers (one going on keeps them)
+        self.opened = time.perf_counter() if forks else None  # to its first batch: the workers' start
         # torch's own __iter__ (not recorded as a loader of the script)
         self.inner = interrupts.guarded(self.make, loader)
         if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
@@ -349,6 +358,8 @@ class Segmented:
         now = time.perf_counter()
         self.delivered += 1
         self.count += 1
+        if self.count == 1 and self.opened is not None:
+            self.trials.starts.append(now - self.opened)
         waited = self.after(asked)  # the capture hook counts the batch and says the wait (a zipped loader's too)
         if self.timing and self.workers is not None and self.last is not None and self.count > self.skip:
             timed = self.trials.timed.setdefault(self.workers, dict(NO_TIME))
@@ -359,8 +370,8 @@ class Segmented:
             share = len(self.feed.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
             before = self.trials.segments[-1][1:] if self.trials.resumes == self.workers else (0, 0.0)  # the cut part
             timed_s = now - self.started + before[1]  # (an epoch shorter than a turn ended none: a_s4, 0.45 s of 0.5)
-            long_enough = timed_s >= self.trials.segment_s or (
-                self.count >= share and timed_s >= MIN_TURN * self.trials.segment_s)
+            turn_s = self.trials.turn_s()
+            long_enough = timed_s >= turn_s or (self.count >= share and timed_s >= MIN_TURN * turn_s)
             if long_enough and whole_rounds(self.count - self.skip, self.workers, before[0]):
                 self.end_turn()  # the next batch after the prefetched ones opens the next count's turn
         self.last = now

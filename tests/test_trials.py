@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +27,7 @@ from profiling.lprof import load_lprof
 from profiling.records import JobFacts, LoopSummary
 from profiling.render import _advice_head, _loop_lines
 from profiling.report import build_report
+from profiling import trials as trials_module
 from profiling.trials import Segmented, Trials, candidates, whole_rounds
 from profiling.turns import fewest_within, measured_steps, out_of_the_running, step_noise
 
@@ -191,9 +194,10 @@ def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_c
     assert not trials.is_training(train) and trials.is_training(first)
 
 
-def test_a_segment_times_whole_rounds_of_its_workers():
+def test_a_segment_times_whole_rounds_of_its_workers(monkeypatch):
     """k workers started together hand over their batches in bursts of about k: a segment ends only after
     a whole number of rounds of them (and MIN_TIMED batches), so no phase of a burst is timed alone."""
+    monkeypatch.setattr(trials_module, "STARTS", 0.0)  # turns as long as segment_s, whatever a fork costs
     assert [whole_rounds(n, 1) for n in (4, 5, 6)] == [False, True, True]
     assert [whole_rounds(n, 4) for n in (5, 6, 8, 12)] == [False, False, True, True]
     assert [whole_rounds(n, 14) for n in (5, 13, 14, 28)] == [False, False, True, True]
@@ -212,10 +216,11 @@ def test_a_segment_times_whole_rounds_of_its_workers():
     assert ended and all(n % 4 == 0 and n >= 8 for _, n, _ in ended), trials.segments
 
 
-def test_a_turn_cut_by_the_epochs_end_goes_on_next_epoch_as_the_same_turn():
+def test_a_turn_cut_by_the_epochs_end_goes_on_next_epoch_as_the_same_turn(monkeypatch):
     """A turn the epoch's end cuts is resumed first in the next epoch, and both parts are one turn: counted
     as two, one cut turn would pass for two and lose the one-turn rule's 2x margin. Turns that each ended
     stay apart, even where one count takes two in a row."""
+    monkeypatch.setattr(trials_module, "STARTS", 0.0)  # turns as long as segment_s, whatever a fork costs
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -240,8 +245,6 @@ def test_an_epoch_shorter_than_a_turn_ends_the_turn_in_the_next_epoch(monkeypatc
     counts. A clock that moves 5 ms a call makes each step 10 ms, on any machine."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
-
-    from profiling import trials as trials_module
 
     ticks = iter(range(10**6))
     monkeypatch.setattr(trials_module, "time", SimpleNamespace(perf_counter=lambda: 0.005 * next(ticks)))
@@ -279,10 +282,11 @@ class IndexAndPid(Dataset):
         return i, os.getpid()
 
 
-def test_one_counts_workers_are_alive_at_a_time_and_the_hand_overs_keep_the_epochs_order():
+def test_one_counts_workers_are_alive_at_a_time_and_the_hand_overs_keep_the_epochs_order(monkeypatch):
     """As in a job of its own, only the count whose turn it is has workers: the others' are stopped before its
     start. A closed turn delivers the batches it prefetched before the next count's first: the epoch arrives in its
     sampler's order, every batch once, and the turns' seeds leave the script's RNG where it was."""
+    monkeypatch.setattr(trials_module, "STARTS", 0.0)  # turns as long as segment_s, whatever a fork costs
     import torch
     from torch.utils.data import DataLoader
 
@@ -307,6 +311,46 @@ def test_one_counts_workers_are_alive_at_a_time_and_the_hand_overs_keep_the_epoc
     for pid in workers:  # released: the workers are gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def slow_start(worker: int) -> None:
+    """A worker that takes 0.4 s to start, as a `spawn` worker importing torch does (about 5 s on an H200)."""
+    time.sleep(0.4)
+
+
+class ManyItems(IndexAndPid):
+    """An epoch so long that no turn ends on its share of the epoch: only its timed seconds end it."""
+
+    def __len__(self) -> int:
+        return 100_000
+
+
+def test_where_starting_workers_is_slow_each_turn_is_timed_for_twice_their_start_and_the_report_says_so():
+    """e_1 (a `spawn` loader) on an H200: 18 turns of 2 s took about 87 s of worker starts for 24 s timed. A turn now
+    times at least twice its workers' median start, so at most a third of the trials goes to starting workers."""
+    from torch.utils.data import DataLoader
+
+    trials = Trials(asked="1,2", segment_s=0.05)
+    trials.own, trials.settings, trials.mask, trials.status = 0, [1, 2], None, "trying"
+    trials.queue = [1, 2, 1, 2]  # each turn starts its count's workers (the other count's are stopped)
+    epoch = Segmented(trials, DataLoader(ManyItems(), batch_size=1, worker_init_fn=slow_start), iter)
+    for _ in epoch:
+        if len(trials.segments) == 4:  # four turns ended
+            break
+    trials.release()
+    assert len(trials.starts) >= 4 and min(trials.starts) >= 0.4
+    assert [k for k, _, _ in trials.segments] == [1, 2, 1, 2]
+    assert all(seconds >= 2 * statistics.median(trials.starts[:i + 1])  # the starts known when the turn ended
+               for i, (_, _, seconds) in enumerate(trials.segments)), (trials.segments, trials.starts)
+    record = trials.record()
+    assert record["starts"] == len(trials.starts) and record["turn_seconds"] >= 0.8 and record["start_seconds"] >= 1.6
+    loop = LoopSummary("e_1.py", "train", 39, 200, 200 * 0.004, 200 * 0.001, 1)
+    timed = {str(k): t for k, t in summed(turns(1, 5.0, 5.2) + turns(2, 4.0, 4.1)).items()}
+    said = advise(loop, JobFacts(cpus=4, gpus=0, num_workers=0), trials={**record, "settings": timed})
+    assert "slow_starts" in said.fired_rules and f"s in {record['starts']} turns" in " ".join(said.notes), said.notes
+    fast = advise(loop, JobFacts(cpus=4, gpus=0, num_workers=0), trials={**record, "settings": timed,
+                                                                        "turn_seconds": 0.05})
+    assert "slow_starts" not in fast.fired_rules  # turns as long as --segment-seconds: nothing to say
 
 
 def test_a_turns_worker_seed_stays_in_range_whatever_the_scripts_seed():
