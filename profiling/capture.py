@@ -51,24 +51,27 @@ class Capture:
         self.stopped_after: int | None = None
         self.waited: dict[str, float] = {}  # seconds waited for batches at each loop line (`iterated_at`), all told
         self.pid = os.getpid()
-        self._skip = {os.path.dirname(os.path.abspath(__file__))}
+        tracer = importlib.util.find_spec("line_profiler")  # its wrappers of the script's profiled functions
+        self._skip = {os.path.dirname(os.path.abspath(path)) for path in (__file__, tracer and tracer.origin) if path}
         self.own = {name.partition(".")[0] for name in own.split(",") if name}  # `run --module`: OWN_VAR
 
-    def caller(self) -> tuple[str, str]:
+    def caller(self, loader: Any = None) -> tuple[str, str, Any]:
         """file:line of the script's own frame, the first outside torch, this module and installed packages (Lightning
         wraps DataLoader.__init__ and iterates in its trainer, both called from the script's lines), else of the first
-        outside torch and this module; and of the installed frame the script called (the framework that built it)."""
+        outside torch and this module; and of the installed frame the script called (the framework that built it).
+        The loader's own methods are passed by: a `DeviceLoader(DataLoader)` is built and iterated where it is used."""
         frame, first, called = sys._getframe(1), None, None  # this module's own frames are skipped below
         while frame is not None:
             name = os.path.abspath(frame.f_code.co_filename)
-            if not any(name.startswith(skip + os.sep) for skip in self._skip):
+            if not any(name.startswith(skip + os.sep) for skip in self._skip) and (
+                    loader is None or frame.f_locals.get("self") is not loader):
                 here = f"{frame.f_code.co_filename}:{frame.f_lineno}"
                 mine = str(frame.f_globals.get("__name__")).partition(".")[0] in self.own  # `run --module` code
                 if mine or not INSTALLED.intersection(Path(name).parts):
-                    return here, called or here
+                    return here, called or here, frame
                 first, called = first or here, here
             frame = frame.f_back
-        return first or "?", first or "?"
+        return first or "?", first or "?", None
 
     def record(self, loader: Any) -> dict[str, Any]:
         """The loader's entry, made the first time it is iterated."""
@@ -79,7 +82,7 @@ class Capture:
             except TypeError:  # an IterableDataset has no length
                 length = None
             built = dict(zip(("built_at", "built_by", "call"), getattr(loader, "_dlprof_built", ("?", None, None))))
-            entry = {**built, "iterated_at": self.caller()[0],
+            entry = {**built, "iterated_at": self.caller(loader)[0],
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
@@ -134,8 +137,8 @@ class Capture:
         capture = self
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            script, called = capture.caller()
-            made = (script, built_by(script, called), call_name(sys._getframe(1), script))  # where, by whom, how
+            script, called, frame = capture.caller(self)
+            made = (script, built_by(script, called), call_name(frame, script) if frame and called == script else None)
             object.__setattr__(self, "_dlprof_built", made)
             if capture.set_workers is not None:
                 bound = signature.bind(self, *args, **kwargs)

@@ -35,7 +35,9 @@ CASES = [
     ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
     ("step_based.py", [], [], "train", 12, 1, None),
     ("loader_from_partial.py", [], [], "train", 30, 1, None),  # the edit names make_loader, what the line calls
+    ("loader_subclass.py", [], [], "train", 37, 1, None),  # built and iterated through a subclass's own methods
 ]
+CALLS = {"loader_from_partial.py": "make_loader", "loader_subclass.py": "DeviceLoader"}  # else DataLoader
 
 
 def dlprof(repo: Path, *args: str, cwd: Path, **popen) -> subprocess.CompletedProcess:
@@ -62,7 +64,7 @@ def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, fl
     advice = report.advice
     assert advice.edits[0] == f"#SBATCH --cpus-per-task={advice.cpus_per_task}"
     for edit in advice.edits[1:]:  # the script's own flag, or its DataLoader's own line: nothing else
-        call = "make_loader" if name == "loader_from_partial.py" else "DataLoader"
+        call = CALLS.get(name, "DataLoader")
         assert edit == f"{flag} {advice.num_workers}" or edit.startswith(f"{where}  {call}(..., "), edit
     line_edits = [e for e in advice.edits if e.startswith(where)]
     if flag is None and advice.num_workers != workers:
@@ -374,6 +376,24 @@ def test_sweep_of_a_script_without_a_worker_flag_through_slurm(slurm, tmp_path, 
     assert row["status"] == "ok" and row["images_per_sec"] > 0 and row["detail"].startswith("job ")
     [loader] = json.loads((tmp_path / "sw" / "w0" / "loaders.json").read_text())["loaders"]
     assert (loader["num_workers"], loader["batches"]) == (0, 4)
+
+
+def test_a_script_that_ends_with_os_exit_is_still_profiled_and_exits_with_its_code(tmp_path, repo):
+    """`os._exit` skips kernprof's `finally` and every atexit handler: such a script left no profile ("kernprof wrote
+    no profile ... nothing to report", exit 1). In the main thread it now ends kernprof's run first; the forked
+    worker's own os._exit is left alone, or the worker would never exit."""
+    script = OWN / "os_exit.py"
+    for code in (0, 3):
+        out = tmp_path / str(code)
+        done = dlprof(repo, "run", "--formats", "text,json", "--output-dir", str(out), "--", str(script), "--code",
+                      str(code), cwd=tmp_path)
+        assert done.returncode == code, done.stderr
+        assert [line for line in done.stdout.splitlines() if line.startswith("epoch ")] == [f"epoch {e}" for e in
+                                                                                         range(3)]
+        assert (out / "os_exit.lprof").is_file() and (out / "os_exit.report.json").is_file()
+        trials = json.loads((out / "os_exit.loaders.json").read_text())["trials"]  # written by the atexit handler
+        assert trials["traced_batches"] == 16 and trials["untraced"]["steps"] > 0
+        assert f"Training loop: {script}:{line_of(script, 'for x, y in loader:')} in train()" in done.stdout
 
 
 def test_a_script_that_compiles_its_model_trains_under_the_profiler_as_it_does_plain(tmp_path, repo):
