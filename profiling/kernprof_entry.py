@@ -7,10 +7,25 @@ off in each forked child. Usage (`runner.kernprof_command`): python -m profiling
 """
 from __future__ import annotations
 
+import atexit
 import builtins
 import os
 import sys
+import threading
 from typing import Any
+
+REAL_EXIT, MAIN_PID = os._exit, os.getpid()
+
+
+class HardExit(SystemExit):
+    """The script's `os._exit(code)` skips kernprof's `finally` and the atexit handlers: a script that ends with it (so
+    that no thread can hang its exit) left no profile. In the main thread it is raised instead (`hard_exit`)."""
+
+
+def hard_exit(code: int) -> None:
+    if os.getpid() != MAIN_PID or threading.current_thread() is not threading.main_thread():
+        REAL_EXIT(code)  # forked workers and other threads exit as they asked
+    raise HardExit(code)
 
 
 def stop_line_tracing() -> None:
@@ -38,6 +53,7 @@ def skip_wrappers(eval_frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     os.register_at_fork(after_in_child=stop_line_tracing)
+    os._exit = hard_exit
     from profiling.capture import install, on_import
 
     install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
@@ -48,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         measure_curve_at_exit()
     import kernprof  # imported late: only the child process needs line_profiler
 
-    return kernprof.main(sys.argv[1:] if argv is None else argv) or 0
+    try:
+        return kernprof.main(sys.argv[1:] if argv is None else argv) or 0
+    except HardExit as asked:  # the profile is written: the records at exit too, then exit as the script asked
+        atexit._run_exitfuncs(), sys.stdout.flush(), sys.stderr.flush()
+        REAL_EXIT(asked.code if isinstance(asked.code, int) else 1)
 
 
 if __name__ == "__main__":
