@@ -121,8 +121,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0),
-            "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("turn_seconds", 0.0)
-            if trials.get("turn_seconds", 0.0) > trials.get("segment_seconds", 0.0) else 0.0}
+            "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -194,8 +193,8 @@ RULES: tuple[Rule, ...] = (
          "How sure: the run had time for {tried_turns} turn(s) of each count, too few to see how much one count's "
          "turns vary, so counts a few % apart may rank otherwise in another run. More epochs give a surer answer."),
     Rule("slow_starts", "note", lambda n: n.turn_s > 0,
-         "Starting each count's workers took {start_total_s:.0f} s in {starts} turns (a `spawn` or `forkserver` "
-         "DataLoader starts Python in every worker), so each turn was timed for at least {turn_s:.1f} s."),
+         "Starting each count's workers took {start_total_s:.0f} s in {starts} turns (a `spawn` or `forkserver` loader "
+         "starts Python in every worker): each turn was timed for at least {turn_s:.1f} s, twice a start."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
          "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "

@@ -103,10 +103,8 @@ class Trials:
 
     @staticmethod
     def add(into: dict[str, float], step_s: float, wait_s: float) -> None:
-        into["steps"] += 1
-        into["seconds"] += step_s
-        into["squares"] = into.get("squares", 0.0) + step_s * step_s
-        into["wait_seconds"] += wait_s
+        for key, value in (("steps", 1), ("seconds", step_s), ("squares", step_s * step_s), ("wait_seconds", wait_s)):
+            into[key] = into.get(key, 0) + value
 
     # -- trials ---------------------------------------------------------------------------------------
     def iterator(self, loader: Any, entry: Any, make: Any) -> Any:
@@ -271,7 +269,8 @@ class Trials:
         return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
-                "turn_seconds": self.turn_s(), "starts": len(self.starts), "start_seconds": sum(self.starts),
+                "starts": len(self.starts), "start_seconds": sum(self.starts),  # and a turn's length, if they set it:
+                "lengthened_to": self.turn_s() if self.turn_s() > self.segment_s else None,
                 "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
                 "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
 
