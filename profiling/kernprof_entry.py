@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return kernprof.main(sys.argv[1:] if argv is None else argv) or 0
     except HardExit as asked:  # the profile is written: the records at exit too, then exit as the script asked
-        atexit._run_exitfuncs(), sys.stdout.flush(), sys.stderr.flush()
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
         REAL_EXIT(asked.code if isinstance(asked.code, int) else 1)
 
 

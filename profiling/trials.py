@@ -357,8 +357,10 @@ class Segmented:
         now = time.perf_counter()
         self.delivered += 1
         self.count += 1
-        if self.count == 1 and self.opened is not None:
-            self.trials.starts.append(now - self.opened)
+        if self.count == 1:  # the turn's first batch: its workers' start, and so its length, are known
+            if self.opened is not None:
+                self.trials.starts.append(now - self.opened)
+            self.turn_s = self.trials.turn_s()  # once a turn, not at every step
         waited = self.after(asked)  # the capture hook counts the batch and says the wait (a zipped loader's too)
         if self.timing and self.workers is not None and self.last is not None and self.count > self.skip:
             timed = self.trials.timed.setdefault(self.workers, dict(NO_TIME))
@@ -369,8 +371,7 @@ class Segmented:
             share = len(self.feed.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
             before = self.trials.segments[-1][1:] if self.trials.resumes == self.workers else (0, 0.0)  # the cut part
             timed_s = now - self.started + before[1]  # (an epoch shorter than a turn ended none: a_s4, 0.45 s of 0.5)
-            turn_s = self.trials.turn_s()
-            long_enough = timed_s >= turn_s or (self.count >= share and timed_s >= MIN_TURN * turn_s)
+            long_enough = timed_s >= self.turn_s or (self.count >= share and timed_s >= MIN_TURN * self.turn_s)
             if long_enough and whole_rounds(self.count - self.skip, self.workers, before[0]):
                 self.end_turn()  # the next batch after the prefetched ones opens the next count's turn
         self.last = now
