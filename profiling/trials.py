@@ -24,7 +24,7 @@ TRACE_BATCHES = 500
 SEGMENT_SECONDS = 2.0
 ROUNDS = 12        # at most this many rounds of turns, while two or more counts are still in the running
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
-STARTS = 2.0  # a turn times at least STARTS x its workers' median start (spawn: ~5 s a start on an H200, 2 s turns)
+STARTS = 2.0  # a turn times at least STARTS x its workers' median start (spawn: about 5 s a start on an H200)
 NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 NO_TIME = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}  # a timing before its first step (copied, never changed)
@@ -103,8 +103,10 @@ class Trials:
 
     @staticmethod
     def add(into: dict[str, float], step_s: float, wait_s: float) -> None:
-        for key, value in (("steps", 1), ("seconds", step_s), ("squares", step_s * step_s), ("wait_seconds", wait_s)):
-            into[key] = into.get(key, 0) + value
+        into["steps"] += 1
+        into["seconds"] += step_s
+        into["squares"] = into.get("squares", 0.0) + step_s * step_s
+        into["wait_seconds"] += wait_s
 
     # -- trials ---------------------------------------------------------------------------------------
     def iterator(self, loader: Any, entry: Any, make: Any) -> Any:
@@ -266,11 +268,12 @@ class Trials:
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (
                 "while timing its own worker count, before others" if self.timed else "within the traced part")
+        turn_s = self.turn_s()
         return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
                 "starts": len(self.starts), "start_seconds": sum(self.starts),  # and a turn's length, if they set it:
-                "lengthened_to": self.turn_s() if self.turn_s() > self.segment_s else None,
+                "lengthened_to": turn_s if turn_s > self.segment_s else None,
                 "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
                 "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
 
@@ -360,7 +363,7 @@ class Segmented:
         if self.count == 1:  # the turn's first batch: its workers' start, and so its length, are known
             if self.opened is not None:
                 self.trials.starts.append(now - self.opened)
-            self.turn_s = self.trials.turn_s()  # once a turn, not at every step
+            self.turn_length = self.trials.turn_s()  # once a turn, not at every step
         waited = self.after(asked)  # the capture hook counts the batch and says the wait (a zipped loader's too)
         if self.timing and self.workers is not None and self.last is not None and self.count > self.skip:
             timed = self.trials.timed.setdefault(self.workers, dict(NO_TIME))
@@ -371,7 +374,8 @@ class Segmented:
             share = len(self.feed.batches) // max(len(self.trials.settings), 1)  # a round fits in an epoch
             before = self.trials.segments[-1][1:] if self.trials.resumes == self.workers else (0, 0.0)  # the cut part
             timed_s = now - self.started + before[1]  # (an epoch shorter than a turn ended none: a_s4, 0.45 s of 0.5)
-            long_enough = timed_s >= self.turn_s or (self.count >= share and timed_s >= MIN_TURN * self.turn_s)
+            length = self.turn_length
+            long_enough = timed_s >= length or (self.count >= share and timed_s >= MIN_TURN * length)
             if long_enough and whole_rounds(self.count - self.skip, self.workers, before[0]):
                 self.end_turn()  # the next batch after the prefetched ones opens the next count's turn
         self.last = now
