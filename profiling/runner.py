@@ -26,7 +26,7 @@ from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
 from profiling.precheck import has_profile_decorator, unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
-from profiling.sampling import Sampler, write_samples
+from profiling.sampling import Sampler
 from profiling.trials import SEGMENT_VAR, TRACE_VAR, TRY_VAR
 
 # Slurm variables worth keeping with a profile: enough to find the job again in sacct.
@@ -184,7 +184,7 @@ def run_command(args: argparse.Namespace) -> int:
     written = [lprof, out_dir / f"{stem}.meta.json"]
     written += [p for p in (out_dir / f"{stem}.loaders.json", out_dir / f"{stem}.curve.json") if p.is_file()]
     if sampler is not None:  # beside the .lprof, where build_report (and a later `report`) finds it
-        written.append(write_samples(sampler.frame(), out_dir / f"{stem}.samples.csv"))
+        written.append(sampler.write(out_dir / f"{stem}.samples.csv"))
     try:
         report = build_report(lprof, cpus=args.cpus, gpus=args.gpus, num_workers=args.num_workers,
                               source_root=Path(meta["cwd"]), cores_per_gpu=args.cores_per_gpu, environment=machine)

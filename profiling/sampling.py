@@ -10,12 +10,8 @@ import threading
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from profiling.facts import cpus_from_env
-
-if TYPE_CHECKING:  # `run` imports this module before it starts the script
-    import pandas as pd
 
 # One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
 SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")
@@ -76,9 +72,9 @@ def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
 
 class Sampler:
     """A thread sampling a process tree (and the GPUs) every `interval` s, as a context manager around the child;
-    `frame()` returns the samples, `message` the one line to show when GPU sampling is off."""
+    `write(path)` saves the samples, `message` the one line to show when GPU sampling is off."""
 
-    def __init__(self, root_pid: int, interval: float = 1.0, gpu: bool = True) -> None:
+    def __init__(self, root_pid: int, interval: float = 1.0) -> None:
         self.root_pid, self.interval = root_pid, interval
         self.rows: list[tuple] = []
         self.message = ""
@@ -86,8 +82,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, name="profiling-sampler", daemon=True)
         self._nvml = None
         self._gpus: list[tuple[int, object]] = []
-        if gpu:
-            self._open_nvml()
+        self._open_nvml()
 
     def _open_nvml(self) -> None:
         try:
@@ -135,13 +130,9 @@ class Sampler:
         except Exception:  # a GPU fell off the bus or the driver went away mid-run
             return float("nan"), float("nan")
 
-    def frame(self) -> pd.DataFrame:
+    def write(self, path: Path) -> Path:
+        """The samples as CSV, one row per time and device (pandas only now: `run` imports this before the script)."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows, columns=list(SAMPLE_COLUMNS))
-
-
-def write_samples(samples: pd.DataFrame, path: Path) -> Path:
-    """Save the samples as CSV (tidy: one row per time and device)."""
-    samples.to_csv(path, index=False, float_format="%.3f")
-    return path
+        pd.DataFrame(self.rows, columns=list(SAMPLE_COLUMNS)).to_csv(path, index=False, float_format="%.3f")
+        return path
