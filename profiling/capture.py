@@ -233,15 +233,14 @@ def shuffles(loader: Any) -> bool:
     return isinstance(sampler, (RandomSampler, SubsetRandomSampler)) or getattr(sampler, "shuffle", False) is True
 
 
-def install(environ: Mapping[str, str] | None = None) -> Capture | None:
+def install() -> Capture | None:
     """Install the hook when `DLPROF_LOADERS` names a file; a no-op otherwise."""
-    environ = os.environ if environ is None else environ
-    if not environ.get(PATH_VAR):
+    if not os.environ.get(PATH_VAR):
         return None
-    workers, batches = (int(v) if (v := environ.get(name, "").strip()).isdigit() else None
+    workers, batches = (int(v) if (v := os.environ.get(name, "").strip()).isdigit() else None
                         for name in (WORKERS_VAR, BATCHES_VAR))
-    capture = Capture(Path(environ[PATH_VAR]), workers, batches, trials_module.from_environment(environ),
-                      environ.get(OWN_VAR, ""))
+    capture = Capture(Path(os.environ[PATH_VAR]), workers, batches, trials_module.from_environment(),
+                      os.environ.get(OWN_VAR, ""))
     on_import(TARGET, capture.patch)
     atexit.register(capture.write)
     interrupts.install()

@@ -246,13 +246,12 @@ class _CurveHook:
             del cap.loaders[seen:]
 
 
-def install(environ: Mapping[str, str] | None = None) -> bool:
+def install() -> bool:
     """Measure the loader curve at exit when DLPROF_CURVE names a file (needs capture installed too)."""
-    environ = os.environ if environ is None else environ
-    if not environ.get(CURVE_VAR) or not environ.get(capture.PATH_VAR):
+    if not os.environ.get(CURVE_VAR) or not os.environ.get(capture.PATH_VAR):
         return False
-    _CurveHook(Path(environ[CURVE_VAR]), float(environ.get(SECONDS_VAR) or SECONDS),
-               environ.get(HOLD_VAR) or HOLD_LOOP).install()
+    _CurveHook(Path(os.environ[CURVE_VAR]), float(os.environ.get(SECONDS_VAR) or SECONDS),
+               os.environ.get(HOLD_VAR) or HOLD_LOOP).install()
     return True
 
 

@@ -49,8 +49,8 @@ class Trials:
     """The traced part, the untraced timing and the worker trials of one run's training loader."""
 
     def __init__(self, trace_batches: int = TRACE_BATCHES, segment_s: float = SEGMENT_SECONDS,
-                 asked: str = "auto", profiler: Any = None) -> None:
-        self.trace_batches, self.segment_s, self.asked, self.profiler = trace_batches, segment_s, asked, profiler
+                 asked: str = "auto") -> None:
+        self.trace_batches, self.segment_s, self.asked = trace_batches, segment_s, asked
         self.entry: dict[str, Any] | None = None  # the training loader's capture entry
         self.tracing, self.traced_batches = True, 0
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
@@ -74,7 +74,7 @@ class Trials:
         if not self.tracing:
             return
         self.tracing = False
-        profiler = self.profiler if self.profiler is not None else getattr(__import__("builtins"), "profile", None)
+        profiler = getattr(__import__("builtins"), "profile", None)
         if profiler is not None and hasattr(profiler, "disable") and hasattr(profiler, "enable"):
             profiler.disable()
             profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
@@ -382,10 +382,9 @@ class Segmented:
         return item
 
 
-def from_environment(environ: Any = None) -> Trials | None:
+def from_environment() -> Trials | None:
     """The trials `run` asked for (DLPROF_TRACE_BATCHES set), else None."""
-    environ = os.environ if environ is None else environ
-    if not environ.get(TRACE_VAR):
+    if not os.environ.get(TRACE_VAR):
         return None
-    return Trials(int(environ[TRACE_VAR]), float(environ.get(SEGMENT_VAR) or SEGMENT_SECONDS),
-                  environ.get(TRY_VAR) or "auto")
+    return Trials(int(os.environ[TRACE_VAR]), float(os.environ.get(SEGMENT_VAR) or SEGMENT_SECONDS),
+                  os.environ.get(TRY_VAR) or "auto")
