@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from profiling.cpu_rule import job_cpus
-from profiling.records import PHASES, AdviceNumbers, LoaderCurve, Report
+from profiling.records import PHASES, AdviceNumbers, LoaderCurve, Report, curve_timing
 
 TOP_LINES = 15
 # One colour per phase, stable across plots and reports (matplotlib's tab10 palette).
@@ -107,7 +107,7 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
     fig = new_figure(7, 4, layout=None)
     ax = fig.add_subplot()
     ax.plot([p.workers for p in points], [p.batches_per_s for p in points], marker="o", color="#1f77b4",
-            label=f"loader, {curve.timing}, on {curve.cpus} CPU(s)")
+            label=f"loader, {curve_timing(curve.hold_ms)}, on {curve.cpus} CPU(s)")
     if numbers is not None and numbers.compute_rate:
         ax.axhline(numbers.compute_rate, color="#7f7f7f", linestyle="--",
                    label=f"loop's compute rate: {numbers.compute_rate:.0f} batches/s")

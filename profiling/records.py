@@ -156,14 +156,9 @@ class LoaderCurve:
     def rate(self, workers: int) -> float | None:
         return next((p.batches_per_s for p in self.points if p.workers == workers), None)
 
-    @property
-    def timing(self) -> str:
-        """How the curve was timed, in the words every place that shows it uses."""
-        return curve_timing(self.hold_ms)
-
 
 def curve_timing(hold_ms: float) -> str:
-    """'timed alone', or 'each batch held X ms' for a paced curve (`profiling loader --hold-ms`)."""
+    """How every place says a curve was timed: 'timed alone', or 'each batch held X ms' (`loader --hold-ms`)."""
     return f"each batch held {hold_ms:g} ms" if hold_ms > 0 else "timed alone"
 
 

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from profiling.records import Report
+from profiling.records import Report, curve_timing
 
 TOP_LINES = 15  # the slowest lines shown in text and Markdown (the CSV and HTML have them all)
 TEXT_WHY = 3    # the text report's "Why" lines (the Markdown, HTML and JSON reports have them all)
@@ -76,11 +76,11 @@ def _advice_head(report: Report) -> list[str]:
 
 def _curve_lines(report: Report) -> list[str]:
     """The measured loader curve, one line: k -> batches/s."""
-    if report.curve is None:
+    curve = report.curve
+    if curve is None:
         return []
-    points = ", ".join(f"{p.workers}: {p.batches_per_s:.0f}"
-                       for p in sorted(report.curve.points, key=lambda p: p.workers))
-    return [f"  Loader curve (num_workers: batches/s, {report.curve.timing} on {report.curve.cpus} CPUs): {points}"]
+    points = ", ".join(f"{p.workers}: {p.batches_per_s:.0f}" for p in sorted(curve.points, key=lambda p: p.workers))
+    return [f"  Loader curve (num_workers: batches/s, {curve_timing(curve.hold_ms)} on {curve.cpus} CPUs): {points}"]
 
 
 def _facts_line(report: Report) -> str:
