@@ -79,8 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog="dlkit-prof", description="Profile a training script with kernprof and turn the "
                             ".lprof into a report that says where each batch's time goes and which num_workers / "
                             "--cpus-per-task to use.")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_OneLineParser)
-    verbs.required = True
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_OneLineParser, required=True)
 
     run = verbs.add_parser("run", help="profile SCRIPT (unmodified, or only its @profile functions), "
                                        "then write the report")
@@ -204,9 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.command = _script_command(parser, args.verb, args.command)
         if args.verb == "report":
             return _report_command(args)
-        if args.verb in LAZY_VERBS:
-            module, function = LAZY_VERBS[args.verb]
-            return getattr(importlib.import_module(module), function)(args)
+        module, function = LAZY_VERBS[args.verb]  # argparse took only the verbs it knows
+        return getattr(importlib.import_module(module), function)(args)
     except ProfileError as err:
         print(f"dlkit-prof {args.verb}: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -217,7 +215,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dlkit-prof {args.verb}: interrupted", file=sys.stderr)
         return 130
-    parser.error(f"unknown verb {args.verb!r}")
 
 
 def console_main() -> None:
