@@ -33,12 +33,8 @@ def has_profile_decorator(script: Path) -> bool:
 def loops_in(path: Path, decorated_only: bool = False) -> list[str]:
     """`file:line` of each training loop in the file's (decorated) functions."""
     tree = parse_script(path)
-    found = []
-    for func in _functions(tree, decorated_only) if tree else ():
-        first = min([d.lineno for d in func.decorator_list] + [func.lineno])
-        for loop in classify_function(tree, str(path), first, func.name)[1]:
-            found.append(f"{path}:{loop.header[0]}")
-    return found
+    return [f"{path}:{loop.header[0]}" for func in (_functions(tree, decorated_only) if tree else ())
+            for loop in classify_function(tree, str(path), func.lineno, func.name)[1]]  # the def's line finds it too
 
 
 def module_level_loop(path: Path) -> int | None:
