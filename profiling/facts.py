@@ -66,18 +66,13 @@ def parse_node(text: str) -> tuple[int | None, int | None]:
     """(CPUTot, number of GPUs in Gres) from `scontrol show node` output."""
     cpus = re.search(r"\bCPUTot=(\d+)", text)
     gres = re.search(r"\bGres=(\S+)", text)
-    gpus = None
-    if gres:
-        counts = [int(m.group(1)) for m in re.finditer(r"gpu(?::[^:,(\s]+)?:(\d+)", gres.group(1))]
-        gpus = sum(counts) if counts else None
-    return (int(cpus.group(1)) if cpus else None), gpus
+    counts = [int(m.group(1)) for m in re.finditer(r"gpu(?::[^:,(\s]+)?:(\d+)", gres.group(1) if gres else "")]
+    return (int(cpus.group(1)) if cpus else None), (sum(counts) if counts else None)
 
 
 def cores_per_gpu_of(node_text: str | None) -> int | None:
     """The node's fair share of cores for one GPU (CPUTot / GPUs), when the node has GPUs."""
-    if not node_text:
-        return None
-    cpus, gpus = parse_node(node_text)
+    cpus, gpus = parse_node(node_text or "")
     return cpus // gpus if cpus and gpus else None
 
 
