@@ -89,7 +89,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     within_handoff = workers >= 1 and 1e3 * wait <= HANDOFF_MS  # the wait no worker can remove
     loader_bound = above_threshold and not within_handoff
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
-    hooked = (trials or {}).get("traced") or {}  # the hook's clock: batch to batch, the first (workers' start) left out
+    traced = (trials or {}).get("traced") or {}  # the hook's clock: batch to batch, the first (workers' start) left out
     measured: dict = {}
     capped = never = spare = False  # each branch below sets those it knows
     choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 else None
@@ -102,7 +102,6 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     if steps:
         noise = step_noise(trials)
         chosen = needed = fewest_within(steps, noise=noise)
-        traced = trials.get("traced") or {}
         # (profiling.trials.held_slower); without the traced part's steps there is no compute to compare
         needs_cpus = bool(trials.get("squeezed")) and not above_threshold and bool(traced.get("steps"))
         basis, loader_bound = "tried", not needs_cpus
@@ -149,7 +148,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         "estimate_high": needed if basis == "estimate" else None, "never_keeps_up": never,
         "curve_short": short, "curve_cpus": curve.cpus if curve is not None else None,
         "curve_max_workers": max(p.workers for p in curve.points) if short else measured.get("curve_max_workers"),
-        "traced_step_ms": 1e3 * (hooked["seconds"] / hooked["steps"] if hooked.get("steps", 0) >= MIN_TIMED
+        "traced_step_ms": 1e3 * (traced["seconds"] / traced["steps"] if traced.get("steps", 0) >= MIN_TIMED
                                  else loop.wait_per_batch + loop.compute_per_batch),
         "untraced_step_ms": None if own is None else 1e3 * sum(own),
         "traced_batches": (trials or {}).get("traced_batches"), "fallback": "" if untraced or not trials else status})
