@@ -20,9 +20,7 @@ from profiling.records import LineProfile, ProfileError
 
 _SAFE_BUILTINS = frozenset({"set", "frozenset", "complex"})  # data-only builtins old pickles reach through a global
 _MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"})  # opcodes with a memo index
-
-# Generous ceiling: a real profile of hundreds of functions is well under a few MB.
-MAX_BYTES = 512 * 1024 * 1024
+MAX_BYTES = 512 * 1024 * 1024  # a generous ceiling: a real profile of hundreds of functions is well under a few MB
 
 
 class _LineStatsState:
