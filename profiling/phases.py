@@ -207,12 +207,9 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
             for line in header:
                 phase_of[line] = "data_wait" if is_loader else statement_phase(node.iter)
             waits = header if is_loader else _next_lines(node, iterators)
-        elif isinstance(node, ast.While):
-            phase_of.setdefault(node.lineno, statement_phase(node.test))
-            waits = _next_lines(node, iterators)
         else:
-            waits = ()
-            if isinstance(node, ast.If):
+            waits = _next_lines(node, iterators) if isinstance(node, ast.While) else ()
+            if isinstance(node, (ast.If, ast.While)):
                 phase_of.setdefault(node.lineno, statement_phase(node.test))
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 phase_of.setdefault(node.lineno, "other")
