@@ -67,8 +67,7 @@ def _meta_section(report: Report) -> str:
     facts = report.facts
     rows = [("profile", report.lprof_path), ("CPUs of the job", facts.cpus), ("GPUs", facts.gpus),
             ("num_workers (profiled)", facts.num_workers if facts.num_workers is not None else "unknown")]
-    if facts.source:
-        rows.append(("counts from", facts.source))
+    rows += [("counts from", facts.source)] if facts.source else []
     rows += [(key, report.meta[key]) for key in META_KEYS if report.meta.get(key) not in (None, "", [], {})]
     return "<table class='meta'>" + "".join(
         f"<tr><th>{_esc(k)}</th><td>{_esc(' '.join(map(str, v)) if isinstance(v, list) else v)}</td></tr>"
