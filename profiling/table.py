@@ -32,11 +32,10 @@ def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, 
         path = resolve_source(filename, roots)
         if path is None:
             sources[filename] = None
-            if filename.startswith("<"):  # `<string>`, `<frozen os>`: code that has no file
-                continue
-            where = ", ".join(str(r) for r in roots) or "the current directory"
-            notes.append(f"source file {filename!r} not found (looked under {where}); its lines "
-                         "have timings but no text or phase (use --source-root DIR)")
+            if not filename.startswith("<"):  # `<string>`, `<frozen os>`: code that has no file, and no note
+                where = ", ".join(str(r) for r in roots) or "the current directory"
+                notes.append(f"source file {filename!r} not found (looked under {where}); its lines "
+                             "have timings but no text or phase (use --source-root DIR)")
             continue
         try:
             sources[filename] = path.read_text(encoding="utf-8", errors="replace").splitlines()
