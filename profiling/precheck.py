@@ -43,8 +43,6 @@ def module_level_loop(path: Path) -> int | None:
     if tree is None:
         return None
     body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    if not body:
-        return None
     wrapper = ast.FunctionDef(name="__module__", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                               kw_defaults=[], defaults=[]), body=body, decorator_list=[], lineno=0)
     loops = classify_function(ast.Module(body=[wrapper], type_ignores=[]), str(path), 0, "__module__")[1]
