@@ -215,8 +215,7 @@ def profile_current(args: argparse.Namespace, command: list[str], folder: Path) 
     print("sweep: profiling the current setting (the script's own workers) for the model's advice ...", flush=True)
     with (folder / "log.txt").open("w", encoding="utf-8") as log:
         subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
-    found = sorted(folder.glob("*.lprof"), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
+    return max(folder.glob("*.lprof"), key=lambda p: p.stat().st_mtime, default=None)  # the newest
 
 
 def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_source: str) -> str:
