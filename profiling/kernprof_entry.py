@@ -51,9 +51,23 @@ def skip_wrappers(eval_frame: Any) -> None:
     eval_frame.skip_code(LineProfiler().wrap_function(lambda: None).__code__)
 
 
+def unshadowed_decorator(name: str = "__dlkit_profile__") -> None:
+    """Auto-profiling decorates each function with the name `profile`, and a script that imports torch.profiler's
+    `profile` (as PyTorch's tutorials do) made its first `def` call that instead (TypeError: profile.__init__()
+    takes 1 positional argument). The decorator gets a name of its own, bound to kernprof's profiler."""
+    from line_profiler.autoprofile import ast_profile_transformer as transformer, autoprofile
+
+    for function in (transformer.ast_create_profile_node, transformer.AstProfileTransformer.__init__):
+        function.__defaults__ = tuple(name if d == "profile" else d for d in function.__defaults__ or ())
+    run = autoprofile.run
+    autoprofile.run = lambda script, ns, *args, **kwargs: (setattr(builtins, name, ns["prof"]),
+                                                           run(script, ns, *args, **kwargs))[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     os.register_at_fork(after_in_child=stop_line_tracing)
     os._exit = hard_exit
+    unshadowed_decorator()
     from profiling.capture import install, on_import
 
     install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)

@@ -72,13 +72,48 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
     return [n for n in dict.fromkeys(names) if module_files(n, roots) and not Path(n).exists()]
 
 
+SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
+
+
+def _called(call: ast.Call) -> str | None:
+    return getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+
+
+def loop_in_child(path: Path) -> str | None:
+    """Why a loop in the script cannot be profiled: the function that holds it (or calls one that does) is handed to
+    torch.multiprocessing.spawn or a multiprocessing.Process, and line_profiler records only the process it starts."""
+    tree = parse_script(path)
+    functions = {f.name: f for f in _functions(tree, False)} if tree else {}
+    looping = {name for name, f in functions.items() if classify_function(tree, str(path), f.lineno, name)[1]}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) in SPAWNERS) if tree else ():
+        for target in [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]:
+            name = getattr(target, "id", "")
+            inner = {_called(c) for c in ast.walk(functions.get(name, ast.Pass())) if isinstance(c, ast.Call)}
+            if looping & ({name} | inner):
+                return (f"the training loop runs in processes that {path}:{call.lineno} starts ({_called(call)}), "
+                        f"and line_profiler records only the process it starts: for the profile, call {name}() "
+                        "directly, in one process")
+    return None
+
+
+def loop_module(script: str, modules: Sequence[str]) -> str | None:
+    """Your own module (imported by the script, beside it) that holds the training loop where neither the script's
+    functions nor the `--module`s do: `run` profiles it too (torchvision's reference recipes loop in engine.py)."""
+    path = Path(script)
+    roots = [path.parent, Path.cwd()]
+    if loops_in(path) or any(loops_in(f) for name in modules for f in module_files(name, roots) or []):
+        return None
+    return next((name for name in local_imports(path, roots) if name not in modules
+                 and any(loops_in(f) for f in module_files(name, roots) or [])), None)
+
+
 def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) -> str | None:
     """One line saying why no training loop will be profiled and what to pass; None when one will be, or the script
     names a DataLoader or a Trainer, whose code iterates the loader (timed through it)."""
     path = Path(script)
     roots = [path.parent, Path.cwd()]
     if loops_in(path, decorated_only):
-        return None
+        return loop_in_child(path)
     for name in modules:
         files = module_files(name, roots)
         if files is None or any(loops_in(f) for f in files):
@@ -86,9 +121,6 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
     if decorated_only:
         return (f"no training loop in the @profile function(s) of {script}: put @profile on the function with "
                 f"the `for ... in <loader>` loop, or remove every @profile to profile the whole script")
-    for name in local_imports(path, roots):
-        if any(loops_in(f) for f in module_files(name, roots) or []):
-            return f"no training loop in {script} itself; it is in your module {name}: pass --module {name}"
     text, line = path.read_text(encoding="utf-8", errors="replace").lower(), module_level_loop(path)
     if ("dataloader" in text or "trainer" in text) and (line is None or any(_functions(parse_script(path), False))):
         return None  # a trainer's loop, or one at module level beside functions to profile: timed by its DataLoader

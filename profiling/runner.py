@@ -23,7 +23,7 @@ from profiling import capture
 from profiling.argv import declared_default, flag_value, output_stem
 from profiling.cpu_rule import workers_for_cpus
 from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
-from profiling.precheck import has_profile_decorator, unreachable_loop
+from profiling.precheck import has_profile_decorator, loop_module, unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
 from profiling.sampling import Sampler
@@ -162,6 +162,11 @@ def run_command(args: argparse.Namespace) -> int:
     """Profile, report, and return the script's own exit code (0 only if the script succeeded)."""
     script, modules = args.command[0], args.module
     decorated = has_profile_decorator(Path(script))
+    found = None if decorated else loop_module(script, modules)
+    if found:  # as if the user had passed --module: the report then shows the loop's lines
+        modules = args.module = [*modules, found]
+        print(f"dlkit-prof run: the training loop is in your module {found}: profiling it too (--module {found})",
+              file=sys.stderr)
     unreachable = unreachable_loop(script, modules, decorated)
     if unreachable and not decorated:  # nothing the run could report on: refuse before it starts
         raise ProfileError(unreachable)

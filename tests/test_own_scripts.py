@@ -1,10 +1,11 @@
 """A user's own training scripts, profiled unmodified (tests/data/own_scripts/, written for these tests).
 
 Each is a different style: workers set in code, `-j/--workers`, no argparse, the DataLoader built in a
-helper or through functools.partial, the loop in a class method, the loop in an imported module, train +
-validation loaders, steps pulled by hand with next(it) and no epochs, a step in a function of its own. Each
-real `run` must find the loop, read the workers from the script's own DataLoader and name that
-DataLoader's line (or the script's own worker flag) in the edits, never a flag the script lacks.
+helper or through functools.partial, the loop in a class method, the loop in an imported module (found and
+profiled with the script), `profile` imported from torch.profiler, train + validation loaders, steps pulled by
+hand with next(it) and no epochs, a step in a function of its own. Each real `run` must find the loop, read the
+workers from the script's own DataLoader and name that DataLoader's line (or the script's own worker flag) in the
+edits, never a flag the script lacks.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.precheck import unreachable_loop
+from profiling.precheck import loop_module, unreachable_loop
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
@@ -31,7 +32,8 @@ CASES = [
     ("no_argparse.py", [], [], "run", 12, 0, None),
     ("loader_in_helper.py", [], ["--num-workers", "0"], "fit", 21, 0, "--num-workers"),
     ("loop_in_method.py", [], [], "Trainer.train_epoch", 10, 1, None),
-    ("loop_in_module.py", ["--module", "mypkg.engine"], [], "train_one_epoch", 11, 0, None),
+    ("loop_in_module.py", [], [], "train_one_epoch", 11, 0, None),  # its module found and profiled too
+    ("torch_profiler_import.py", [], [], "train", 10, 1, None),  # the name `profile` is torch.profiler's
     ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
     ("step_based.py", [], [], "train", 12, 1, None),
     ("loader_from_partial.py", [], [], "train", 30, 1, None),  # the edit names make_loader, what the line calls
@@ -55,6 +57,8 @@ def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, fl
     done = dlprof(repo, "run", "--output-dir", str(tmp_path), "--formats", "text", *flags, "--", str(script), *args,
                   cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    found = "the training loop is in your module mypkg.engine: profiling it too (--module mypkg.engine)"
+    assert (found in done.stderr) == (name == "loop_in_module.py"), done.stderr
     report = build_report(tmp_path / f"{script.stem}.lprof")
     assert report.loop is not None and report.loop.function.endswith(function)
     where = f"{script}:{line}"
@@ -90,17 +94,22 @@ def test_only_the_kits_own_scripts_get_the_kits_flag_hints():
 
 @pytest.mark.parametrize("name, modules, expected", [
     ("module_level_loop.py", [], "module_level_loop.py:9 runs at module level"),
-    ("loop_in_module.py", [], "pass --module mypkg.engine"),
+    ("spawned_loop.py", [], "processes that {script}:19 starts (spawn), and line_profiler records only the process "
+                            "it starts: for the profile, call main_worker() directly, in one process"),
 ])
 def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, repo, name, modules, expected):
     script = str(OWN / name)
     start = time.perf_counter()
     message = unreachable_loop(script, modules, decorated_only=False)
+    expected = expected.format(script=script)
     assert time.perf_counter() - start < 1.0 and expected in message
     done = dlprof(repo, "run", "--output-dir", str(tmp_path / "out"), "--", script, cwd=tmp_path)
     assert done.returncode == 2 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "trained" not in done.stdout and not (tmp_path / "out").exists()  # nothing ran, nothing written
     assert unreachable_loop(str(OWN / "loop_in_module.py"), ["mypkg.engine"], decorated_only=False) is None
+    assert loop_module(str(OWN / "loop_in_module.py"), []) == "mypkg.engine"  # `run` adds it (CASES)
+    assert loop_module(str(OWN / "loop_in_module.py"), ["mypkg.engine"]) is None  # named already
+    assert loop_module(str(OWN / "workers_in_code.py"), []) is None  # the loop is in the script
 
 
 def test_a_loop_at_module_level_is_timed_through_its_dataloader_not_refused(tmp_path, repo):
