@@ -236,8 +236,14 @@ def main() -> int:
         for r in range(args.rounds):
             for w, k in turns[r % len(turns):] + turns[:r % len(turns)]:
                 batches, seconds = window(*procs[w, k], args.warmup, args.window)
-                if procs[w, k][0].poll() is not None or seconds <= 0:
-                    raise SystemExit(f"rotation_judge: error: num_workers={w} stopped (size its epochs longer)")
+                code = procs[w, k][0].poll()
+                if code is not None:
+                    raise SystemExit(f"rotation_judge: error: num_workers={w} ended with code {code} (size its "
+                                     "epochs longer, or see its log)")
+                if seconds <= 0:  # alive, but no two batches: an H200 judge stopped on one (issue34-third-h200)
+                    raise SystemExit(f"rotation_judge: error: num_workers={w} delivered {batches:.0f} batch(es) in "
+                                     f"a {args.window} s window, too few to time: a step longer than the window, or "
+                                     "a stalled process (see its log)")
                 rows.append({"round": r, "workers": w, "replica": k, "batches": batches, "seconds": seconds,
                              "rate": batches / seconds})
                 pd.DataFrame(rows).to_csv(out / "windows.csv", index=False)
