@@ -15,7 +15,7 @@ from typing import Any
 
 from profiling import interrupts
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
-from profiling.turns import HANDOFF_MS, LOADER_BOUND, MIN_TIMED, out_of_the_running
+from profiling.turns import HANDOFF_MS, LOADER_BOUND, MIN_TIMED, mean_steps, out_of_the_running
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -155,7 +155,7 @@ class Trials:
         return self.queue.pop(0) if self.queue else None
 
     def end_round(self) -> None:
-        steps = self.steps()
+        steps = mean_steps(self.timed)
         if self.status == "traced only":  # the baseline segment just ended
             base = self.timed.get(self.own or 0)
             if base is None or base["steps"] < MIN_TIMED:
@@ -253,17 +253,13 @@ class Trials:
         """The least timed seconds of a turn: --segment-seconds, or more where starting workers costs more."""
         return max(self.segment_s, STARTS * statistics.median(self.starts)) if self.starts else self.segment_s
 
-    def steps(self) -> dict[int, float]:
-        """Seconds per step of each setting, over its timed batches."""
-        return {k: t["seconds"] / t["steps"] for k, t in self.timed.items() if t["steps"] >= MIN_TIMED}
-
     def record(self) -> dict[str, Any]:
         """What was traced, timed and tried, for `<stem>.loaders.json` (the report reads it)."""
         self.release()
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials
-            complete = all(k in self.steps() for k in self.settings)  # each count timed at least once
+            complete = all(k in mean_steps(self.timed) for k in self.settings)  # each count timed at least once
             self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (

@@ -75,9 +75,11 @@ def step_noise(record: dict | None) -> dict[int, float]:
     return noise
 
 
+def mean_steps(settings: dict) -> dict[int, float]:
+    """Seconds per step of each worker count timed for at least MIN_TIMED steps."""
+    return {int(k): t["seconds"] / t["steps"] for k, t in settings.items() if t.get("steps", 0) >= MIN_TIMED}
+
+
 def measured_steps(record: dict | None) -> dict[int, float]:
     """Seconds per step of each worker count a run tried ({} unless its trials were complete)."""
-    if not record or record.get("status") != "tried":
-        return {}
-    return {int(k): t["seconds"] / t["steps"] for k, t in (record.get("settings") or {}).items()
-            if t.get("steps", 0) >= MIN_TIMED}
+    return mean_steps(record.get("settings") or {}) if record and record.get("status") == "tried" else {}
