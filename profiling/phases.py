@@ -135,11 +135,6 @@ def _iter_targets(node: ast.AST) -> list[str]:
     return []
 
 
-def _iterators(func: ast.AST) -> set[str]:
-    """Names bound to `iter(...)` (`it = iter(loader)`): what `next` pulls from them is a batch, whatever the name."""
-    return {name for node in ast.walk(func) for name in _iter_targets(node)}
-
-
 def _pulls(node: ast.AST, iterators: set[str]) -> bool:
     """Does the statement call `next` on one of the function's iterators, or start one (starting the workers)?"""
     if started := _iter_targets(node):
@@ -196,7 +191,8 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
     phase_of: dict[int, str] = {}
     loops: list[LoaderLoop] = []
     inside_loader: set[int] = set()  # ids of nodes nested in a loader loop (micro-batches are not data)
-    iterators = _iterators(func)
+    # names bound to `iter(...)` (`it = iter(loader)`): what `next` pulls from them is a batch, whatever the name
+    iterators = {name for node in ast.walk(func) for name in _iter_targets(node)}
     for node in ast.walk(func):  # breadth first: outer loops are seen before inner ones
         if node is func or not isinstance(node, ast.stmt):
             continue
@@ -282,9 +278,7 @@ def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary |
     """The loop to advise on: a training loop (one that steps) before any other, then the costliest."""
     summaries = [(loop.steps, s.wait_seconds + s.compute_seconds, s)
                  for loop in loops if (s := summarise_loop(table, loop)).batches > 0]
-    if not summaries:
-        return None
-    return max(summaries, key=lambda item: (item[0], item[1]))[2]
+    return max(summaries, key=lambda item: item[:2])[2] if summaries else None
 
 
 def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
