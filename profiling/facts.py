@@ -32,9 +32,7 @@ class Environment:
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):  # a bool falls through: "True" is no number
         return value if value >= 0 else None
     text = str(value or "").strip().split("(")[0]  # SLURM_JOB_CPUS_PER_NODE may read "4(x2)"
     return int(text) if text.isdigit() else None
@@ -45,9 +43,7 @@ def cpus_from_env(env: Mapping[str, str], affinity: int | None) -> tuple[int | N
     per_task = _int(env.get("SLURM_CPUS_PER_TASK"))
     if per_task:
         return per_task, "SLURM_CPUS_PER_TASK"
-    if affinity:
-        return affinity, "the CPU affinity mask"
-    return None, ""
+    return (affinity, "the CPU affinity mask") if affinity else (None, "")
 
 
 def gpus_from_env(env: Mapping[str, str]) -> tuple[int | None, str]:

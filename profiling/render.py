@@ -156,9 +156,7 @@ def _plain(value: Any) -> Any:
         return str(value)
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def report_dict(report: Report) -> dict[str, Any]:

@@ -90,9 +90,7 @@ def loop_times(path: Path) -> tuple[float, float]:
     checks that compute per batch does not change with the workers (docs/profiling-model.md, assumption 2)."""
     if path.name == "loaders.json":
         step = capture.loop_step(capture.loader_for_loop(capture.read_loaders(path)) or {})
-        if step is None:
-            return math.nan, math.nan
-        return 1e3 * step.compute_s, 1e3 * step.wait_s
+        return (math.nan, math.nan) if step is None else (1e3 * step.compute_s, 1e3 * step.wait_s)
     data = json.loads(path.read_text(encoding="utf-8"))
     keys = ("epoch_seconds", "epoch_data_wait_seconds", "epoch_images")
     seconds, waits, images = (data.get(key) or [] for key in keys)
@@ -196,11 +194,9 @@ def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path)
     """The model's num_workers: from --lprof, else by profiling the current setting once."""
     from profiling.report import build_report
 
-    lprof = args.lprof
+    lprof = args.lprof or profile_current(args, command, out_dir / "profile")
     if lprof is None:
-        lprof = profile_current(args, command, out_dir / "profile")
-        if lprof is None:
-            return None, "no advice: profiling the current setting failed (see the profile folder)"
+        return None, "no advice: profiling the current setting failed (see the profile folder)"
     report = build_report(Path(lprof))
     return report.advice.num_workers, f"advice of {lprof}"
 
