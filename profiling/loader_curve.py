@@ -179,13 +179,12 @@ class _CurveHook:
 
     def install(self) -> None:
         record = capture.Capture.record
-        hook = self
 
         def recording(cap: capture.Capture, loader: Any) -> dict:
             entry = record(cap, loader)
-            hook.capture = cap
-            if entry["epochs"] == 1 and all(e is not entry for e, _ in hook.specs):
-                hook.specs.append((entry, spec_of(loader, entry.get("built_at", ""))))
+            self.capture = cap
+            if entry["epochs"] == 1 and all(e is not entry for e, _ in self.specs):
+                self.specs.append((entry, spec_of(loader, entry.get("built_at", ""))))
             return entry
 
         capture.Capture.record = recording  # type: ignore[method-assign]

@@ -85,8 +85,8 @@ def profiled_script(meta: dict[str, Any]) -> Path | None:
 def is_kit_script(script: Path) -> bool:
     """One of the kit's own scripts, whose flags the hints may name: in the kit, not its tests, taking `--metrics-json`
     (benchmarks/styles imitate users' scripts, and get their edits)."""
-    return KIT_ROOT in script.parents and "tests" not in script.relative_to(KIT_ROOT).parts \
-        and takes_metrics_json(script)
+    return (KIT_ROOT in script.parents and "tests" not in script.relative_to(KIT_ROOT).parts
+            and takes_metrics_json(script))
 
 
 def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, status: str | None) -> list[str]:

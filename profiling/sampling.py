@@ -29,8 +29,7 @@ def _proc_stat(pid: int) -> tuple[int, float, int] | None:
             rss_pages = int(fh.read().split()[1])
     except (OSError, ValueError, IndexError):
         return None
-    # The command name may contain spaces or parentheses: split after its closing ')'.
-    fields = raw[raw.rfind(")") + 2:].split()
+    fields = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces or parentheses: split after its ')'
     ppid = int(fields[1])
     # utime, stime, cutime, cstime: the last two hold children already reaped (workers that exited after an epoch).
     cpu_s = sum(int(x) for x in fields[11:15]) / _TICKS

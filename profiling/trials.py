@@ -321,8 +321,7 @@ class Segmented:
         loader = self.trials.loader_for(workers, self.loader)
         forks = workers > 0 and loader._iterator is None  # a new turn starts its workers (one going on keeps them)
         self.opened = time.perf_counter() if forks else None  # to its first batch: the workers' start
-        # torch's own __iter__ (not recorded as a loader of the script)
-        self.inner = interrupts.guarded(self.make, loader)
+        self.inner = interrupts.guarded(self.make, loader)  # torch's own __iter__ (not recorded as the script's)
         if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
             atexit.unregister(self.trials.release)
             atexit.register(self.trials.release)
