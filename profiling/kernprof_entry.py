@@ -69,13 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     os._exit = hard_exit
     unshadowed_decorator()
     from profiling.capture import install, on_import
+    from profiling.loader_curve import install as measure_curve_at_exit
 
     install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
     on_import("torch._dynamo.eval_frame", skip_wrappers)  # loaded by torch.compile, if the script compiles
-    if os.environ.get("DLPROF_CURVE"):  # and times the busiest one alone at exit (profiling.loader_curve)
-        from profiling.loader_curve import install as measure_curve_at_exit
-
-        measure_curve_at_exit()
+    measure_curve_at_exit()  # and measures the busiest one's curve at exit when it asked for that (DLPROF_CURVE)
     import kernprof  # imported late: only the child process needs line_profiler
 
     try:
