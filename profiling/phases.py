@@ -48,7 +48,7 @@ class LoaderLoop:
     function_start: int | None  # first body line of the enclosing function (counts calls)
 
 
-def _callee(call: ast.Call) -> tuple[str, str]:
+def callee(call: ast.Call) -> tuple[str, str]:
     """(name, receiver) of a call: `F.nll_loss(x)` -> ("nll_loss", "F"); `model(x)` -> ("model", "")."""
     func = call.func
     if isinstance(func, ast.Name):
@@ -56,12 +56,12 @@ def _callee(call: ast.Call) -> tuple[str, str]:
     if isinstance(func, ast.Attribute):
         return func.attr, ast.unparse(func.value)
     if isinstance(func, ast.Call):  # nn.CrossEntropyLoss()(out, y)
-        return _callee(func)
+        return callee(func)
     return "", ""
 
 
 def _call_phase(call: ast.Call) -> str | None:
-    name, receiver = _callee(call)
+    name, receiver = callee(call)
     if name == "backward":
         return "backward"
     if name == "zero_grad" or "clip_grad" in name or (
@@ -108,7 +108,7 @@ def _is_range(expr: ast.expr) -> bool:
     """`range(n)`, `enumerate(range(n))`, `zip(range(a), range(b))`: counting, not loading."""
     if not isinstance(expr, ast.Call):
         return False
-    name = _callee(expr)[0]
+    name = callee(expr)[0]
     return name == "range" or (name in {"enumerate", "zip"} and bool(expr.args)
                                and all(_is_range(a) for a in expr.args))
 
@@ -130,7 +130,7 @@ def _lines(node: ast.stmt) -> range:
 
 def _iter_targets(node: ast.AST) -> list[str]:
     """The names an `it = iter(...)` statement binds (none for any other node)."""
-    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _callee(node.value) == ("iter", ""):
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and callee(node.value) == ("iter", ""):
         return [ast.unparse(target) for target in node.targets]
     return []
 
@@ -139,7 +139,7 @@ def _pulls(node: ast.AST, iterators: set[str]) -> bool:
     """Does the statement call `next` on one of the function's iterators, or start one (starting the workers)?"""
     if started := _iter_targets(node):
         return any(name in iterators for name in started)
-    return any(isinstance(call, ast.Call) and _callee(call) == ("next", "") and call.args
+    return any(isinstance(call, ast.Call) and callee(call) == ("next", "") and call.args
                and ast.unparse(call.args[0]) in iterators for call in ast.walk(node))
 
 

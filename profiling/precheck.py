@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from profiling.argv import parse_script
-from profiling.phases import classify_function
+from profiling.phases import callee, classify_function
 
 
 def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -75,22 +75,18 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
 SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
 
 
-def _called(call: ast.Call) -> str | None:
-    return getattr(call.func, "attr", None) or getattr(call.func, "id", None)
-
-
 def loop_in_child(path: Path) -> str | None:
     """Why a loop in the script cannot be profiled: the function that holds it (or calls one that does) is handed to
     torch.multiprocessing.spawn or a multiprocessing.Process, and line_profiler records only the process it starts."""
     tree = parse_script(path)
     functions = {f.name: f for f in _functions(tree, False)} if tree else {}
     looping = {name for name, f in functions.items() if classify_function(tree, str(path), f.lineno, name)[1]}
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _called(n) in SPAWNERS) if tree else ():
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n)[0] in SPAWNERS) if tree else ():
         for target in [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]:
             name = getattr(target, "id", "")
-            inner = {_called(c) for c in ast.walk(functions.get(name, ast.Pass())) if isinstance(c, ast.Call)}
+            inner = {callee(c)[0] for c in ast.walk(functions.get(name, ast.Pass())) if isinstance(c, ast.Call)}
             if looping & ({name} | inner):
-                return (f"the training loop runs in processes that {path}:{call.lineno} starts ({_called(call)}), "
+                return (f"the training loop runs in processes that {path}:{call.lineno} starts ({callee(call)[0]}), "
                         f"and line_profiler records only the process it starts: for the profile, call {name}() "
                         "directly, in one process")
     return None
