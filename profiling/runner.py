@@ -71,10 +71,6 @@ def kernprof_environment(loaders: Path, modules: Sequence[str] = ()) -> dict[str
     return env
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sampler | None, Environment]:
     """Run `run`'s script under kernprof (traced, then timed untraced: profiling.trials; too short for that, the loader
     curve at exit: profiling.loader_curve); return (exit code, metadata, sampler or None, the machine's facts)."""
@@ -94,8 +90,8 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
                           SEGMENT_VAR: str(args.segment_seconds)})
     if args.curve_seconds > 0:
         child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(args.curve_seconds), HOLD_VAR: HOLD_LOOP})
-    meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=_now())
     started = datetime.now(timezone.utc)
+    meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=started.isoformat(timespec="seconds"))
     sampler = None
     with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
         threading.Thread(target=_import_report_modules, daemon=True).start()
@@ -110,7 +106,7 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
             with sampler if sampler is not None else nullcontext():
                 code = _exit_code(child.wait(), noted)
         finally:
-            meta["end_time"] = _now()
+            meta["end_time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     meta.update(wall_seconds=round((datetime.now(timezone.utc) - started).total_seconds(), 3), exit_code=code)
     (out_dir / f"{stem}.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return code, meta, sampler, machine
