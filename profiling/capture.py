@@ -2,8 +2,7 @@
 
 Why: a script sets its workers in code, through `-j`, `--workers` or a config file; reading its arguments guesses, and a
 guess sent the advice down the wrong branch for a run that used 0. So `torch.utils.data.DataLoader` is wrapped when the
-script imports it: every loader it iterates reports its settings and the `file:line` where it was built. The hook can
-also force the workers (`DLPROF_SET_WORKERS`, for `sweep`) and stop the script after N batches (`DLPROF_MAX_BATCHES`).
+script imports it: every loader it iterates reports its settings and the `file:line` where it was built.
 
 Written as JSON (`DLPROF_LOADERS`, the path) when the process exits, Ctrl-C included:
   {"version": 1, "stopped_after": N or null,

@@ -15,10 +15,9 @@ from pathlib import Path
 
 from profiling.records import CurvePoint, LoaderCurve, ProfileError
 
-# The fallback's constants (docs/profiling-model.md): a k is fed when it reaches FED_SHARE of the held rate, or settles
-# within LEVEL of its own level once near it; then PACED_SLACK more, as the hold (the traced step) is too long.
+# The fallback's constants, as `choose_workers` uses them (docs/profiling-model.md).
 FED_SHARE = 1 / 1.05
-PACED_SLACK = 2
+PACED_SLACK = 2    # more workers than the fewest fed: the hold (the traced step) is longer than the real step
 LEVEL = 0.02
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
 

@@ -47,8 +47,7 @@ class Setting:
 
 def settings_for(command: list[str], workers: list[int], out_dir: Path, gpus: int = 0,
                  batches: int = DEFAULT_BATCHES, repeats: int = 1) -> list[Setting]:
-    """One setting per worker count, with the CPUs the kit's rule gives it: the kit's scripts through their flags,
-    others through the capture hook. With `repeats`, pass after pass, each in an order rotated by one so a drift hits
+    """One setting per worker count. With `repeats`, pass after pass, each in an order rotated by one so a drift hits
     every count alike (an H100's passes sped up by up to 28 % from first count to last); pass n in `repeatN`."""
     result = []
     own_flags = takes_metrics_json(Path(command[0]))

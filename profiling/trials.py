@@ -68,7 +68,6 @@ class Trials:
         self.threads: int | None = None
         self.feed, self.loaders = Feed(), {}  # the DataLoader of the count whose turn it is, fed by one sampler
 
-    # -- tracing --------------------------------------------------------------------------------------
     def stop_tracing(self) -> None:
         """Switch line tracing off for the rest of the run (kernprof still writes what it traced)."""
         if not self.tracing:
@@ -108,7 +107,6 @@ class Trials:
         into["squares"] = into.get("squares", 0.0) + step_s * step_s
         into["wait_seconds"] += wait_s
 
-    # -- trials ---------------------------------------------------------------------------------------
     def iterator(self, loader: Any, entry: Any, make: Any) -> Any:
         """The iterator for a new epoch: the script's own while tracing, else the segmented one."""
         if not self.is_training(entry):
