@@ -1,9 +1,7 @@
 """Turn kernprof (line_profiler) output into a report that says where a training loop's time goes
 and which `num_workers` / `--cpus-per-task` to ask for.
 
-The pipeline is a straight line, one module a stage:
-    lprof (load) -> table -> phases (classify) -> advice (advise) -> render / plots / html
-`report.build_report` runs it; `cli` is the command line (`python -m profiling --help`).
+The pipeline, one module a stage, is drawn and run in `profiling.report`; `cli` is the command line (`--help`).
 """
 
 __all__ = ["__version__"]
