@@ -1,10 +1,8 @@
 """Before `run` starts anything: can a training loop be reached in what will be profiled?
 
 Why: without a loop in a profiled function the whole job runs first and only then ends in "the profile is empty", a
-wasted job on a cluster. A script with no loop found that names a DataLoader or a Trainer (a framework's trainer), or
-a loop at module level beside functions to profile, is not refused: the run times the loop through the DataLoader.
-This reads the source (never runs it: well under a second) and finds the loops the report would, by
-`profiling.phases`' rules, in the `@profile` functions (else every function) and `--module`s.
+wasted job on a cluster. This reads the source (never runs it: well under a second) and finds the loops the report
+would, by `profiling.phases`' rules, in the `@profile` functions (else every function) and `--module`s.
 """
 from __future__ import annotations
 
