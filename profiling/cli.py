@@ -169,8 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _script_command(parser: argparse.ArgumentParser, verb: str, command: list[str]) -> list[str]:
     """Drop the `--` separator and insist on a script that compiles (`script_problem`), before anything starts."""
-    if command and command[0] == "--":
-        command = command[1:]
+    command = command[1:] if command[:1] == ["--"] else command
     if not command:
         parser.exit(EXIT_BAD_INPUT,
                     f"dlkit-prof {verb}: error: no script given (usage: dlkit-prof {verb} ... -- SCRIPT [ARGS...])\n")

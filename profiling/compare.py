@@ -42,8 +42,7 @@ def compare_phases(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFr
 
 
 def format_text(table: pd.DataFrame, unit: str, before: Path, after: Path) -> str:
-    shown = table.copy()
-    shown["speedup"] = [f"{s:.2f}x" if math.isfinite(s) else "-" for s in shown["speedup"]]
+    shown = table.assign(speedup=[f"{s:.2f}x" if math.isfinite(s) else "-" for s in table["speedup"]])
     body = shown.to_string(index=False, float_format=lambda v: f"{v:.3f}")
     return (f"before: {before}\nafter:  {after}\n(compared in {unit}; speedup = before / after)\n\n{body}\n")
 

@@ -57,9 +57,7 @@ def read_meta(lprof: Path) -> tuple[dict[str, Any], list[str]]:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         return {}, [f"ignored {path.name}: not readable JSON ({type(err).__name__})"]
-    if not isinstance(meta, dict):
-        return {}, [f"ignored {path.name}: expected a JSON object"]
-    return meta, []
+    return (meta, []) if isinstance(meta, dict) else ({}, [f"ignored {path.name}: expected a JSON object"])
 
 
 def read_samples(lprof: Path) -> tuple[pd.DataFrame | None, list[str]]:

@@ -66,9 +66,8 @@ def kernprof_environment(loaders: Path, modules: Sequence[str] = ()) -> dict[str
     """The child's environment: where profiling.capture records, the user's `--module`s (their own code even when
     installed), and the legacy tracer unless the user chose a core: 3.12+'s `sys.monitoring` traces every thread
     (pin-memory's too); the legacy one only the main thread, cheaper."""
-    env = {**os.environ, capture.PATH_VAR: str(loaders), capture.OWN_VAR: ",".join(modules)}
-    env.setdefault("LINE_PROFILER_CORE", "ctrace")
-    return env
+    return {"LINE_PROFILER_CORE": "ctrace", **os.environ, capture.PATH_VAR: str(loaders),
+            capture.OWN_VAR: ",".join(modules)}
 
 
 def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sampler | None, Environment]:

@@ -91,8 +91,7 @@ def loop_times(path: Path) -> tuple[float, float]:
         step = capture.loop_step(capture.loader_for_loop(capture.read_loaders(path)) or {})
         return (math.nan, math.nan) if step is None else (1e3 * step.compute_s, 1e3 * step.wait_s)
     data = json.loads(path.read_text(encoding="utf-8"))
-    keys = ("epoch_seconds", "epoch_data_wait_seconds", "epoch_images")
-    seconds, waits, images = (data.get(key) or [] for key in keys)
+    seconds, waits, images = (data.get(k) or [] for k in ("epoch_seconds", "epoch_data_wait_seconds", "epoch_images"))
     batch = (data.get("settings") or {}).get("batch_size")
     if not seconds or not batch or not len(seconds) == len(waits) == len(images):
         return math.nan, math.nan
@@ -215,9 +214,8 @@ def profile_current(args: argparse.Namespace, command: list[str], folder: Path) 
 
 def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_source: str) -> str:
     """The text table plus one paragraph that sets the knee beside the advice."""
-    shown = results.copy()
-    best = shown["images_per_sec"].max()
-    shown["pct_of_best"] = 100 * shown["images_per_sec"] / best if best == best else math.nan
+    best = results["images_per_sec"].max()
+    shown = results.assign(pct_of_best=100 * results["images_per_sec"] / best if best == best else math.nan)
     lines = [shown.drop(columns=["detail"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"), ""]
     if knee is None:
         lines.append("knee: none (no setting produced a throughput)")
