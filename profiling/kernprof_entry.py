@@ -60,8 +60,12 @@ def unshadowed_decorator(name: str = "__dlkit_profile__") -> None:
     for function in (transformer.ast_create_profile_node, transformer.AstProfileTransformer.__init__):
         function.__defaults__ = tuple(name if d == "profile" else d for d in function.__defaults__ or ())
     run = autoprofile.run
-    autoprofile.run = lambda script, ns, *args, **kwargs: (setattr(builtins, name, ns["prof"]),
-                                                           run(script, ns, *args, **kwargs))[1]
+
+    def run_with_the_name_bound(script: str, ns: dict, *args: Any, **kwargs: Any) -> Any:
+        setattr(builtins, name, ns["prof"])  # kernprof's profiler, as `profile` is
+        return run(script, ns, *args, **kwargs)
+
+    autoprofile.run = run_with_the_name_bound
 
 
 def main(argv: list[str] | None = None) -> int:
