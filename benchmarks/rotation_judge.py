@@ -7,7 +7,8 @@ starting for 1-20 s timed; its runs of one count differed by 10-40 %, so three p
 All but one are stopped (SIGSTOP to the process group: the loop and its workers); the judge resumes one
 count for a window, counts its training batches, stops it and resumes the next, in an order rotated each
 round, so a drift of the machine hits every count alike and many rounds cost no start-ups. Only one
-process runs at a time, so they never share a CPU or the GPU's time.
+process runs in a window, so they never share a CPU or the GPU's time while timed (they start a few at a time,
+`--start-together`, each stopped once it trains, before the first window).
 
 Each child counts the batches of every DataLoader iterator into a small shared file (count, time of the last
 batch); a window's rate is batches over the seconds between its first and last counted batch, after a warm-up
@@ -36,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -113,13 +115,25 @@ def start(workers: int, replica: int, command: list[str], out: Path, gpus: int,
     return proc, counter
 
 
-def wait_for(counter: Path, batches: int, proc: subprocess.Popen, limit: float = 300.0) -> None:
-    """Until the process has trained `batches` (its start-up and first worker bursts are behind it)."""
-    deadline = time.monotonic() + limit
-    while read(counter)[0] < batches:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"rotation_judge: error: a count never reached {batches} batches (see its log)")
-        time.sleep(0.05)
+def start_all(turns: list[tuple[int, int]], procs: dict, together: int, limit: float = 300.0, **how: Any) -> None:
+    """Start every count's processes, `together` at a time, each stopped once it has trained 2W + 20 batches (its
+    start-up and first worker bursts behind it). One at a time, an H200 judge of 18 processes spent all its 230 s
+    starting them (issue34-third-h200). Nothing is timed while they start; the windows come after."""
+    for first in range(0, len(turns), together):
+        waiting = turns[first:first + together]
+        for w, k in waiting:
+            procs[w, k] = start(w, k, **how)
+        deadline = time.monotonic() + limit
+        while waiting:
+            for w, k in list(waiting):
+                proc, counter = procs[w, k]
+                if read(counter)[0] >= 2 * w + 20:
+                    os.killpg(proc.pid, signal.SIGSTOP)
+                    waiting.remove((w, k))
+                elif proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"rotation_judge: error: num_workers={w} never reached {2 * w + 20} batches "
+                                     "(see its log)")
+            time.sleep(0.05)
 
 
 def window(proc: subprocess.Popen, counter: Path, warmup: float, seconds: float) -> tuple[float, float]:
@@ -213,14 +227,17 @@ def main() -> int:
     ap.add_argument("--gpus", type=int, default=1, help="0: the main process keeps 1 CPU, not 2")
     ap.add_argument("--persistent", action="store_true",
                     help="keep each loader's workers between epochs (persistent_workers=True), as the report's edit")
+    ap.add_argument("--start-together", type=int, default=4, help="processes started at once (all are stopped "
+                    "once they train; only then are windows timed)")
     ap.add_argument("--out", required=True)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command or not Path(command[0]).is_file():
         ap.error(f"expected -- SCRIPT [ARGS...] with a script that exists, got {' '.join(command) or 'nothing'}")
-    if args.rounds < 1 or args.window <= 0 or args.warmup < 0 or args.replicas < 1:
-        ap.error("--rounds and --replicas are 1 or more, --window more than 0 s, --warmup 0 s or more")
+    if args.rounds < 1 or args.window <= 0 or args.warmup < 0 or args.replicas < 1 or args.start_together < 1:
+        ap.error("--rounds, --replicas and --start-together are 1 or more, --window more than 0 s, --warmup 0 s or "
+                 "more")
     wanted = sorted(set(args.workers) | ({args.advice} if args.advice is not None else set()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -228,10 +245,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a time limit's kill still ends the children
     try:
         turns = [(w, k) for k in range(args.replicas) for w in wanted]
-        for w, k in turns:  # started one at a time, each stopped once it trains, so start-ups never overlap
-            procs[w, k] = start(w, k, command, out, args.gpus, args.persistent)
-            wait_for(procs[w, k][1], 2 * w + 20, procs[w, k][0])
-            os.killpg(procs[w, k][0].pid, signal.SIGSTOP)
+        start_all(turns, procs, args.start_together, command=command, out=out, gpus=args.gpus,
+                  persistent=args.persistent)
         rows = []
         for r in range(args.rounds):
             for w, k in turns[r % len(turns):] + turns[:r % len(turns)]:

@@ -39,6 +39,7 @@ def test_the_rotation_judge_ranks_worker_counts_of_a_live_script(tmp_path, repo)
     out = tmp_path / "judge"
     done = subprocess.run([sys.executable, str(repo / "benchmarks" / "rotation_judge.py"), "--workers", "1,4",
                            "--advice", "2", "--rounds", "3", "--window", "0.6", "--warmup", "0.3", "--gpus", "0",
+                           "--start-together", "2",
                            "--out", str(out), "--", str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((out / "judge.json").read_text())
@@ -61,7 +62,8 @@ def test_the_rotation_judge_refuses_bad_arguments_in_one_line(tmp_path, repo):
     script = tmp_path / "slow_loader.py"
     script.write_text(SCRIPT)
     for args in (["--workers", "2,x", "--", str(script)], ["--workers", "2", "--", str(tmp_path / "missing.py")],
-                 ["--workers", "2", "--rounds", "0", "--", str(script)]):
+                 ["--workers", "2", "--rounds", "0", "--", str(script)],
+                 ["--workers", "2", "--start-together", "0", "--", str(script)]):
         done = subprocess.run([sys.executable, str(repo / "benchmarks" / "rotation_judge.py"), "--out",
                                str(tmp_path / "out"), *args], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
