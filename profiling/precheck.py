@@ -13,6 +13,8 @@ from pathlib import Path
 from profiling.argv import parse_script
 from profiling.phases import callee, classify_function
 
+SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
+
 
 def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
     for node in ast.walk(tree):
@@ -70,15 +72,18 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
     return [n for n in dict.fromkeys(names) if module_files(n, roots) and not Path(n).exists()]
 
 
-SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
-
-
-def loop_in_child(path: Path) -> str | None:
-    """Why a loop in the script cannot be profiled: the function that holds it (or calls one that does) is handed to
-    torch.multiprocessing.spawn or a multiprocessing.Process, and line_profiler records only the process it starts."""
+def _looping(path: Path) -> set[str]:
+    """The names of the file's functions that hold a training loop."""
     tree = parse_script(path)
+    return {f.name for f in _functions(tree, False) if classify_function(tree, str(path), f.lineno, f.name)[1]}
+
+
+def loop_in_child(path: Path, modules: Sequence[str] = ()) -> str | None:
+    """Why a loop cannot be profiled: the function holding it (or calling one that does, here or in the `modules`) is
+    handed to torch.multiprocessing.spawn or a multiprocessing.Process; line_profiler records only the first process."""
+    tree, roots = parse_script(path), [path.parent, Path.cwd()]
     functions = {f.name: f for f in _functions(tree, False)} if tree else {}
-    looping = {name for name, f in functions.items() if classify_function(tree, str(path), f.lineno, name)[1]}
+    looping = _looping(path).union(*(_looping(f) for name in modules for f in module_files(name, roots) or []))
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n)[0] in SPAWNERS) if tree else ():
         for target in [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]:
             name = getattr(target, "id", "")
@@ -93,8 +98,7 @@ def loop_in_child(path: Path) -> str | None:
 def loop_module(script: str, modules: Sequence[str]) -> str | None:
     """Your own module (imported by the script, beside it) that holds the training loop where neither the script's
     functions nor the `--module`s do: `run` profiles it too (torchvision's reference recipes loop in engine.py)."""
-    path = Path(script)
-    roots = [path.parent, Path.cwd()]
+    path, roots = Path(script), [Path(script).parent, Path.cwd()]
     if loops_in(path) or any(loops_in(f) for name in modules for f in module_files(name, roots) or []):
         return None
     return next((name for name in local_imports(path, roots) if name not in modules
@@ -106,8 +110,9 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
     names a DataLoader or a Trainer, whose code iterates the loader (timed through it)."""
     path = Path(script)
     roots = [path.parent, Path.cwd()]
-    if loops_in(path, decorated_only):
-        return loop_in_child(path)
+    child = loop_in_child(path, modules)
+    if child or loops_in(path, decorated_only):
+        return child
     for name in modules:
         files = module_files(name, roots)
         if files is None or any(loops_in(f) for f in files):

@@ -158,13 +158,13 @@ def run_command(args: argparse.Namespace) -> int:
     script, modules = args.command[0], args.module
     decorated = has_profile_decorator(Path(script))
     found = None if decorated else loop_module(script, modules)
-    if found:  # as if the user had passed --module: the report then shows the loop's lines
-        modules = args.module = [*modules, found]
-        print(f"dlkit-prof run: the training loop is in your module {found}: profiling it too (--module {found})",
-              file=sys.stderr)
+    modules = args.module = [*modules, found] if found else modules  # as if passed: the report shows the loop's lines
     unreachable = unreachable_loop(script, modules, decorated)
     if unreachable and not decorated:  # nothing the run could report on: refuse before it starts
         raise ProfileError(unreachable)
+    if found:
+        print(f"dlkit-prof run: the training loop is in your module {found}: profiling it too (--module {found})",
+              file=sys.stderr)
     if unreachable:  # the user chose what to profile: say so, and profile it anyway
         print(f"dlkit-prof run: warning: {unreachable}", file=sys.stderr)
     out_dir = Path(args.output_dir)

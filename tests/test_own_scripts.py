@@ -96,6 +96,9 @@ def test_only_the_kits_own_scripts_get_the_kits_flag_hints():
     ("module_level_loop.py", [], "module_level_loop.py:9 runs at module level"),
     ("spawned_loop.py", [], "processes that {script}:19 starts (spawn), and line_profiler records only the process "
                             "it starts: for the profile, call main_worker() directly, in one process"),
+    ("spawned_module_loop.py", ["mypkg.engine"], "processes that {script}:18 starts (spawn), and line_profiler "
+                                                 "records only the process it starts: for the profile, call "
+                                                 "main_worker() directly"),  # `run` adds the module itself
 ])
 def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, repo, name, modules, expected):
     script = str(OWN / name)
