@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from profiling.argv import parse_script
-from profiling.phases import callee, classify_function
+from profiling.phases import LoaderLoop, callee, classify_function
 
 SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
 
@@ -30,11 +30,16 @@ def has_profile_decorator(script: Path) -> bool:
     return tree is not None and any(_functions(tree, decorated_only=True))
 
 
+def _loops(path: Path, decorated_only: bool = False) -> list[LoaderLoop]:
+    """The training loops in the file's (decorated) functions, found by the report's own rules."""
+    tree = parse_script(path)
+    return [loop for func in (_functions(tree, decorated_only) if tree else ())
+            for loop in classify_function(tree, str(path), func.lineno, func.name)[1]]  # the def's line finds it too
+
+
 def loops_in(path: Path, decorated_only: bool = False) -> list[str]:
     """`file:line` of each training loop in the file's (decorated) functions."""
-    tree = parse_script(path)
-    return [f"{path}:{loop.header[0]}" for func in (_functions(tree, decorated_only) if tree else ())
-            for loop in classify_function(tree, str(path), func.lineno, func.name)[1]]  # the def's line finds it too
+    return [f"{path}:{loop.header[0]}" for loop in _loops(path, decorated_only)]
 
 
 def module_level_loop(path: Path) -> int | None:
@@ -72,18 +77,13 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
     return [n for n in dict.fromkeys(names) if module_files(n, roots) and not Path(n).exists()]
 
 
-def _looping(path: Path) -> set[str]:
-    """The names of the file's functions that hold a training loop."""
-    tree = parse_script(path)
-    return {f.name for f in _functions(tree, False) if classify_function(tree, str(path), f.lineno, f.name)[1]}
-
-
 def loop_in_child(path: Path, modules: Sequence[str] = ()) -> str | None:
     """Why a loop cannot be profiled: the function holding it (or calling one that does, here or in the `modules`) is
     handed to torch.multiprocessing.spawn or a multiprocessing.Process; line_profiler records only the first process."""
     tree, roots = parse_script(path), [path.parent, Path.cwd()]
     functions = {f.name: f for f in _functions(tree, False)} if tree else {}
-    looping = _looping(path).union(*(_looping(f) for name in modules for f in module_files(name, roots) or []))
+    files = [path, *(f for name in modules for f in module_files(name, roots) or [])]
+    looping = {loop.function for file in files for loop in _loops(file)}  # the functions that hold a loop
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n)[0] in SPAWNERS) if tree else ():
         for target in [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]:
             name = getattr(target, "id", "")

@@ -257,7 +257,7 @@ class Trials:
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials
-            complete = all(k in mean_steps(self.timed) for k in self.settings)  # each count timed at least once
+            complete = set(self.settings) <= set(mean_steps(self.timed))  # each count timed at least once
             self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (
