@@ -10,11 +10,12 @@ round, so a drift of the machine hits every count alike and many rounds cost no 
 process runs in a window, so they never share a CPU or the GPU's time while timed (they start a few at a time,
 `--start-together`, each stopped once it trains, before the first window).
 
-Each child counts the batches of every DataLoader iterator into a small shared file (count, time of the last
-batch); a window's rate is batches over the seconds between its first and last counted batch, after a warm-up
-that lets the workers refill. Size the script's epochs long (its worker restarts fall inside some windows), or
-pass --persistent to judge it as the report's edit leaves it (persistent_workers=True: no restarts). One process
-of a count can run 12-15 % behind its twins all through: --replicas 3 judges three a count and draws them again.
+Each child counts the batches of every DataLoader iterator into a small file in memory that both map (count,
+time of the last batch); a window's rate is batches over the seconds between its first and last counted batch,
+after a warm-up that lets the workers refill. Size the script's epochs long (its worker restarts fall inside some
+windows), or pass --persistent to judge it as the report's edit leaves it (persistent_workers=True: no restarts).
+One process of a count can run 12-15 % behind its twins all through: --replicas 3 judges three a count and draws
+them again.
 
     python benchmarks/rotation_judge.py --workers 2,4,8,12 --rounds 10 --persistent --replicas 3 --out DIR -- SCRIPT
 
@@ -35,6 +36,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ from profiling.cpu_rule import cpus_for_workers, first_cpus
 from profiling.sweep import KNEE_TOLERANCE as KNEE
 
 COUNTER = "JUDGE_COUNTER"
+SIZE = 24  # a child's counter: write mark, batches so far, perf_counter of the last (`read`)
 PERSISTENT = "JUDGE_PERSISTENT"  # "1": every loader with workers keeps them between epochs, as the advice's edit asks
 
 
@@ -56,15 +59,15 @@ def child() -> None:
     from torch.utils.data import dataloader
 
     fd = os.open(os.environ[COUNTER], os.O_RDWR | os.O_CREAT)
-    os.ftruncate(fd, 16)
-    shared = mmap.mmap(fd, 16)
+    os.ftruncate(fd, SIZE)
+    shared = mmap.mmap(fd, SIZE)
     count = [0]
     step = dataloader._BaseDataLoaderIter.__next__
 
     def counted(self):  # type: ignore[no-untyped-def]
         item = step(self)
         count[0] += 1
-        struct.pack_into("dd", shared, 0, float(count[0]), time.perf_counter())
+        write(shared, count[0])
         return item
 
     dataloader._BaseDataLoaderIter.__next__ = counted
@@ -91,20 +94,37 @@ def keep_workers(loader_class: type) -> None:
     loader_class.__init__ = __init__
 
 
-def read(path: Path) -> tuple[float, float]:
-    """(batches so far, perf_counter of the last one) as the child last wrote them."""
-    count, when = struct.unpack("dd", path.read_bytes()[:16])
-    return count, when
+def write(counter: mmap.mmap, count: int) -> None:
+    """The child's count and the time of its last batch, marked odd while written (see `read`)."""
+    counter[:8] = struct.pack("q", 2 * count - 1)
+    counter[8:] = struct.pack("dd", float(count), time.perf_counter())
+    counter[:8] = struct.pack("q", 2 * count)
 
 
-def start(workers: int, replica: int, command: list[str], out: Path, gpus: int,
-          persistent: bool = False) -> tuple[subprocess.Popen, Path]:
+def read(counter: mmap.mmap) -> tuple[float, float]:
+    """(batches so far, perf_counter of the last one) as the child last wrote them: a sequence lock. The child
+    marks its write odd, writes, marks it even; a read is kept only when the mark was even and unchanged around it.
+    A bare read can catch a write half done: struct.pack_into zeroes its fields before it fills them, and an H200
+    judge read (0, 0) after (51 batches, t) and stopped on "num_workers=8 delivered -51 batch(es)"
+    (issue34-ninth-h200)."""
+    while True:
+        (before,) = struct.unpack_from("q", counter, 0)
+        count, when = struct.unpack_from("dd", counter, 8)
+        (after,) = struct.unpack_from("q", counter, 0)
+        if before == after and before % 2 == 0:
+            return count, when
+
+
+def start(workers: int, replica: int, command: list[str], out: Path, gpus: int, shared: Path,
+          persistent: bool = False) -> tuple[subprocess.Popen, mmap.mmap]:
     """One training process of `workers`, in a session of its own (so one signal stops its workers too), held to
-    the CPUs the kit's rule gives it, as `profiling sweep` holds a run."""
+    the CPUs the kit's rule gives it, as `profiling sweep` holds a run. Its counter lives in `shared` (memory)."""
     name = f"w{workers}-{replica}"
-    counter = out / f"{name}.counter"
-    counter.write_bytes(b"\0" * 16)
-    env = dict(os.environ, **{COUNTER: str(counter), PERSISTENT: "1" if persistent else "0",
+    path = shared / f"{name}.counter"
+    path.write_bytes(b"\0" * SIZE)
+    with path.open("r+b") as f:
+        counter = mmap.mmap(f.fileno(), SIZE)
+    env = dict(os.environ, **{COUNTER: str(path), PERSISTENT: "1" if persistent else "0",
                               "DLPROF_LOADERS": str(out / f"{name}.loaders.json"),
                               "DLPROF_SET_WORKERS": str(workers)})
     cpus = first_cpus(cpus_for_workers(workers, gpus))
@@ -136,7 +156,7 @@ def start_all(turns: list[tuple[int, int]], procs: dict, together: int, limit: f
             time.sleep(0.05)
 
 
-def window(proc: subprocess.Popen, counter: Path, warmup: float, seconds: float) -> tuple[float, float]:
+def window(proc: subprocess.Popen, counter: mmap.mmap, warmup: float, seconds: float) -> tuple[float, float]:
     """Resume one count, let it warm up, count its batches over `seconds`, stop it again."""
     os.killpg(proc.pid, signal.SIGCONT)
     time.sleep(warmup)
@@ -243,10 +263,11 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     procs = {}
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a time limit's kill still ends the children
+    shared = tempfile.TemporaryDirectory(prefix="judge-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
         turns = [(w, k) for k in range(args.replicas) for w in wanted]
         start_all(turns, procs, args.start_together, command=command, out=out, gpus=args.gpus,
-                  persistent=args.persistent)
+                  shared=Path(shared.name), persistent=args.persistent)
         rows = []
         for r in range(args.rounds):
             for w, k in turns[r % len(turns):] + turns[:r % len(turns)]:
@@ -269,6 +290,7 @@ def main() -> int:
                     os.killpg(proc.pid, sig)
                 except ProcessLookupError:
                     pass
+        shared.cleanup()
     result = {**judge(pd.DataFrame(rows), args.advice), "persistent_workers": args.persistent}
     (out / "judge.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -113,13 +114,41 @@ def test_the_judge_can_keep_the_workers_between_epochs_as_the_reports_edit_does(
     assert sorted((starts / "w2.txt").read_text().split()) == ["0", "1"]  # yet each worker started once
 
 
+def load(repo):
+    spec = importlib.util.spec_from_file_location("rotation_judge", repo / "benchmarks" / "rotation_judge.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_counter_read_while_its_child_writes_never_goes_back(tmp_path, repo):
+    """The judge reads each child's counter while the child writes it. Read bare, a write half done gave (0, 0):
+    struct.pack_into zeroes its fields before filling them, and an H200 judge stopped on "num_workers=8 delivered
+    -51 batch(es)". Here a real process writes 20,000 counts as fast as it can while this one reads."""
+    judge_module = load(repo)
+    path = tmp_path / "w1-0.counter"
+    path.write_bytes(b"\0" * judge_module.SIZE)
+    with path.open("r+b") as f:
+        counter = mmap.mmap(f.fileno(), judge_module.SIZE)
+    writer = os.fork()
+    if writer == 0:  # pragma: no cover (the child)
+        for count in range(1, 20_001):
+            judge_module.write(counter, count)
+        os._exit(0)
+    seen, reads = (0.0, 0.0), 0
+    while os.waitpid(writer, os.WNOHANG) == (0, 0):
+        count, when = judge_module.read(counter)
+        assert count >= seen[0] and (count == seen[0] or when > seen[1]), (seen, (count, when))
+        assert count == 0 or when > 0, (count, when)  # never a count without its time
+        seen, reads = (count, when), reads + 1
+    assert judge_module.read(counter)[0] == 20_000 and reads > 100
+
+
 def test_the_judges_interval_draws_each_counts_processes_again_not_only_its_rounds(repo):
     """One process of a count can run slower than its twins all through; drawing only rounds never sees it, so a
     verdict looked sure. Here 4 workers' third process runs 20 % slow: the median hides it (4 is 2 % behind 8),
     the interval does not."""
-    spec = importlib.util.spec_from_file_location("rotation_judge", repo / "benchmarks" / "rotation_judge.py")
-    judge_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(judge_module)
+    judge_module = load(repo)
     rates = {(4, 0): 100.0, (4, 1): 100.0, (4, 2): 80.0, (8, 0): 102.0, (8, 1): 102.0, (8, 2): 102.0}
     frame = pd.DataFrame([{"round": r, "workers": w, "replica": k, "rate": rate + r % 2}
                           for r in range(6) for (w, k), rate in rates.items()])

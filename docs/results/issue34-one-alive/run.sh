@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Issue 34, the trials with one count's workers alive at a time (c0c29a3 on): profile, then judge, in one device call.
 # From the repo root:  PROFILE="A B" JUDGE="C D" BUDGET=570 OUT=/tmp/x bash THIS [PRIOR]
-#   PROFILE: styles to profile (issue34-sure/run.sh's commands, its JUDGE_LIMIT=1 mode);
+#   PROFILE: styles to profile (issue34-sure/run.sh's commands, with JUDGES="": profiled, not judged);
 #   JUDGE:   styles to judge (issue34-sure's judge: 4 rounds, 3 processes a count, persistent workers), each with the
 #            advice in OUT/STYLE/run.report.json or, where this call did not profile it, PRIOR/STYLE/run.report.json;
 #   BUDGET:  seconds for the whole call; a judge gets at most 230 s and starts only with 120 s or more left.
 set -uo pipefail
 OUT=${OUT:-/tmp/one-alive}; PRIOR=${1:-}; BUDGET=${BUDGET:-570}; begin=$(date +%s)
 cd "$(dirname "$0")/../../.." || exit 2
-[ -n "${PROFILE:-}" ] && JUDGE_LIMIT=1 OUT=$OUT bash docs/results/issue34-sure/run.sh $PROFILE
+[ -n "${PROFILE:-}" ] && JUDGES="" OUT=$OUT bash docs/results/issue34-sure/run.sh $PROFILE
 for name in ${JUDGE:-}; do
     case $name in
     tiny_mlp|conv_default1) judged=(--epochs 100 --samples 60000) ;;

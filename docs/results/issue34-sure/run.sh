@@ -3,11 +3,11 @@
 # judged by benchmarks/rotation_judge.py with more rounds, paired by round, and a 90 % interval for its ratio.
 # From the repo root: ROUNDS=12 OUT=/tmp/x bash THIS NAME...   (NAME: tiny_mlp, conv_default1, small_files,
 # augment_heavy or cpu_mixup; the profiled and judged commands are those of ../issue34-persistent/run.sh)
-# JUDGES="persistent plain": judge the script as the report's edit leaves it (persistent_workers=True, into judge/),
-# then as it is (into judge-plain/); the default judges it as it is only, into judge/. REPLICAS=3: three processes per
+# JUDGES="" profiles only; JUDGES="persistent plain": judge the script as the report's edit leaves it
+# (persistent_workers=True, into judge/), then as it is (into judge-plain/); the default judges it as it is only, into judge/. REPLICAS=3: three processes per
 # count (the judge takes each round's median), JUDGE_LIMIT: the judge's time limit in seconds (300).
 set -uo pipefail
-OUT=${OUT:-/tmp/sure}; ROUNDS=${ROUNDS:-12}; JUDGES=${JUDGES:-plain}; REPLICAS=${REPLICAS:-1}; JUDGE_LIMIT=${JUDGE_LIMIT:-300}
+OUT=${OUT:-/tmp/sure}; ROUNDS=${ROUNDS:-12}; JUDGES=${JUDGES-plain}; REPLICAS=${REPLICAS:-1}; JUDGE_LIMIT=${JUDGE_LIMIT:-300}
 mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,uuid --format=csv,noheader; nproc; python3 -c "import torch, line_profiler; print(torch.__version__, line_profiler.__version__)"; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
