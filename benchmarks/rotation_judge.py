@@ -131,8 +131,14 @@ def start(workers: int, replica: int, command: list[str], out: Path, gpus: int, 
     log = (out / f"{name}.log").open("w")
     proc = subprocess.Popen([sys.executable, __file__, "--child", *command], env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+                            preexec_fn=lambda: unblocked(cpus))
     return proc, counter
+
+
+def unblocked(cpus: set[int]) -> None:
+    """In the new child: its CPUs, and SIGTERM as the script would have it (start_all blocks it while starting)."""
+    os.sched_setaffinity(0, cpus)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def start_all(turns: list[tuple[int, int]], procs: dict, together: int, limit: float = 300.0, **how: Any) -> None:
@@ -142,7 +148,9 @@ def start_all(turns: list[tuple[int, int]], procs: dict, together: int, limit: f
     for first in range(0, len(turns), together):
         waiting = turns[first:first + together]
         for w, k in waiting:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # a time limit waits until it is in procs
             procs[w, k] = start(w, k, **how)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         deadline = time.monotonic() + limit
         while waiting:
             for w, k in list(waiting):
@@ -233,6 +241,19 @@ def counts(text: str) -> list[int]:
     return found
 
 
+def end_all(procs: dict, shared: tempfile.TemporaryDirectory) -> None:
+    """Kill every judged process with its workers, and remove the counters. The judge's SIGTERM calls this and exits
+    there: raised as SystemExit, the signal can be lost where Python only prints an exception ("Exception ignored
+    in ..."), and a judge given 1 s by `timeout` once ran for 145 s (issue34-ninth-h200)."""
+    for proc, _ in procs.values():
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+    shared.cleanup()
+
+
 def main() -> int:
     if sys.argv[1:2] == ["--child"]:
         child()
@@ -261,9 +282,14 @@ def main() -> int:
     wanted = sorted(set(args.workers) | ({args.advice} if args.advice is not None else set()))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    procs = {}
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a time limit's kill still ends the children
+    procs: dict = {}
     shared = tempfile.TemporaryDirectory(prefix="judge-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+
+    def stop(*_: Any) -> None:  # a time limit's kill ends the children and the judge at once, wherever it is
+        end_all(procs, shared)
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         turns = [(w, k) for k in range(args.replicas) for w in wanted]
         start_all(turns, procs, args.start_together, command=command, out=out, gpus=args.gpus,
@@ -284,13 +310,7 @@ def main() -> int:
                              "rate": batches / seconds})
                 pd.DataFrame(rows).to_csv(out / "windows.csv", index=False)
     finally:
-        for proc, _ in procs.values():
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    pass
-        shared.cleanup()
+        end_all(procs, shared)
     result = {**judge(pd.DataFrame(rows), args.advice), "persistent_workers": args.persistent}
     (out / "judge.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))

@@ -59,6 +59,21 @@ def test_the_rotation_judge_ranks_worker_counts_of_a_live_script(tmp_path, repo)
     assert leftover.stdout == "", "the judge left a training process behind"
 
 
+def test_a_time_limit_ends_the_judge_and_every_process_it_started(tmp_path, repo):
+    """`timeout` sends SIGTERM while the judge starts or times its processes: it must end them all and itself."""
+    script = tmp_path / "slow_loader.py"
+    script.write_text(SCRIPT)
+    shm_before = set(os.listdir("/dev/shm"))
+    done = subprocess.run(["timeout", "6", sys.executable, str(repo / "benchmarks" / "rotation_judge.py"),
+                           "--workers", "1,2", "--rounds", "1000", "--window", "0.5", "--gpus", "0",
+                           "--out", str(tmp_path / "judge"), "--", str(script)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 124, done.stdout + done.stderr  # timeout's own code: the judge did not outlive it
+    leftover = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
+    assert leftover.stdout == "", "the judge left a training process behind"
+    assert not {name for name in set(os.listdir("/dev/shm")) - shm_before if name.startswith("judge-")}
+
+
 def test_the_rotation_judge_refuses_bad_arguments_in_one_line(tmp_path, repo):
     script = tmp_path / "slow_loader.py"
     script.write_text(SCRIPT)
