@@ -3,10 +3,12 @@
 Why: starting a worker forks, and Python runs its fork hooks (logging's lock release among them) right after. A
 Ctrl-C there raises KeyboardInterrupt inside a hook, where Python prints "Exception ignored" and drops it: the loop
 goes on. Trials start workers often, and under load CI saw exactly that (the run stopped only when killed). So every
-loader call the hook makes (`guarded`) ends in KeyboardInterrupt if a Ctrl-C arrived during it.
+loader call the hook makes (`guarded`) ends in KeyboardInterrupt if a Ctrl-C arrived during it. A SIGTERM that the
+script does not handle itself takes the same path.
 """
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,6 +18,7 @@ T = TypeVar("T")
 _depth = 0          # loader calls in progress (they nest: a trial's segment inside the hooked __next__)
 _pending = False    # a Ctrl-C arrived during the current outermost call
 _seen = False       # a Ctrl-C arrived at all (loader_curve then skips its measurement)
+_terminated = False  # ... or a SIGTERM, turned into one
 
 
 def install() -> None:
@@ -32,11 +35,28 @@ def install() -> None:
         previous(signum, frame)
 
     signal.signal(signal.SIGINT, noted)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _term_as_ctrl_c)
+
+
+def _term_as_ctrl_c(signum: int, frame: Any) -> None:
+    """A SIGTERM (a time limit, scancel) stops a script that set no handler for it as Ctrl-C does, so that kernprof
+    writes what it profiled. Slurm sends it to every process of the step and `run` passes it on too: a second one
+    is ignored, as it could cut the profile's writing short."""
+    global _terminated
+    _terminated = True
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def seen() -> bool:
     """Whether the user pressed Ctrl-C during this run."""
     return _seen
+
+
+def terminated() -> bool:
+    """Whether the Ctrl-C was a SIGTERM."""
+    return _terminated
 
 
 def guarded(call: Callable[..., T], *args: Any) -> T:

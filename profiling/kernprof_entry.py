@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     os.register_at_fork(after_in_child=stop_line_tracing)
     os._exit = hard_exit
     unshadowed_decorator()
+    from profiling import interrupts
     from profiling.capture import install, on_import
     from profiling.loader_curve import install as measure_curve_at_exit
 
@@ -87,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         REAL_EXIT(asked.code if isinstance(asked.code, int) else 1)
+    except KeyboardInterrupt:
+        if not interrupts.terminated():
+            raise
+        return 143  # a SIGTERM, quietly, as a shell reports it: kernprof wrote the profile on the way out
 
 
 if __name__ == "__main__":

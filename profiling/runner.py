@@ -92,7 +92,8 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
     started = datetime.now(timezone.utc)
     meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=started.isoformat(timespec="seconds"))
     sampler = None
-    with _sigint_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
+    with _signals_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
+        noted.attach(child)
         threading.Thread(target=_import_report_modules, daemon=True).start()
         try:
             # what the report needs of the machine (NVML, scontrol: up to a second), read while the script runs
@@ -106,7 +107,8 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
                 code = _exit_code(child.wait(), noted)
         finally:
             meta["end_time"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    meta.update(wall_seconds=round((datetime.now(timezone.utc) - started).total_seconds(), 3), exit_code=code)
+    meta.update(wall_seconds=round((datetime.now(timezone.utc) - started).total_seconds(), 3), exit_code=code,
+                signals_passed_on=[signal.Signals(signum).name for signum in noted if signum != signal.SIGINT])
     (out_dir / f"{stem}.meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return code, meta, sampler, machine
 
@@ -134,23 +136,53 @@ def _import_report_modules() -> None:
 
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # ... and by SIGTERM (a time limit, scancel, `kill PID`)
+PASSED_ON = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)  # what a batch script sends `run` for its script
+
+
+class Noted(list):
+    """The signals `run` heard while the script ran. A terminal's Ctrl-C reaches the child too (our process group);
+    the others, sent to `run` alone (`kill -USR1 $PID` in a batch script), are passed on to it, as if it ran plain."""
+
+    child: subprocess.Popen | None = None
+
+    def hear(self, signum: int, frame: object) -> None:
+        self.append(signum)
+        if signum != signal.SIGINT and self.child is not None:
+            self.child.send_signal(signum)
+
+    def attach(self, child: subprocess.Popen) -> None:
+        """From now on pass signals on to `child`, and those heard while it started."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, PASSED_ON)
+        self.child = child
+        for signum in self:
+            if signum != signal.SIGINT:
+                child.send_signal(signum)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)
 
 
 @contextmanager
-def _sigint_noted() -> Iterator[list[int]]:
-    """While the child runs, only note a SIGINT, as a shell does: the child (our process group) gets a terminal's
-    Ctrl-C too and writes its profile; a KeyboardInterrupt here could land around the wait and lose the report."""
-    noted: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+def _signals_noted() -> Iterator[Noted]:
+    """While the child runs, note a SIGINT, as a shell does, and pass the others on: raised here, any of them could
+    land around the wait and lose the report (`run` died of SIGUSR1 and left its child training, unreported)."""
+    noted = Noted()
+    previous = {signum: signal.signal(signum, noted.hear) for signum in (signal.SIGINT, *PASSED_ON)}
     try:
         yield noted
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _exit_code(code: int, noted: list[int]) -> int:
-    """130, as for any command stopped by Ctrl-C, whatever code kernprof chose (-2: the child re-raised it)."""
-    return EXIT_INTERRUPTED if noted or code == -signal.SIGINT else code
+    """130, as for any command stopped by Ctrl-C, whatever code kernprof chose (-2: the child re-raised it); 143 for
+    a SIGTERM that stopped it (the child turns it into a Ctrl-C: profiling.interrupts); else 128 + N for signal N,
+    as a shell says, or the script's own code."""
+    if code == -signal.SIGTERM or (signal.SIGTERM in noted and code in (EXIT_INTERRUPTED, 1, -signal.SIGINT)):
+        return EXIT_TERMINATED
+    if signal.SIGINT in noted or code == -signal.SIGINT:
+        return EXIT_INTERRUPTED
+    return 128 - code if code < 0 else code
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -174,8 +206,13 @@ def run_command(args: argparse.Namespace) -> int:
     from profiling.report import build_report, write_report
 
     stem, lprof = meta["stem"], Path(meta["lprof"])
+    if meta["signals_passed_on"]:
+        print(f"dlkit-prof run: passed {', '.join(meta['signals_passed_on'])} on to the script", file=sys.stderr)
     if code == EXIT_INTERRUPTED:
         print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)
+    elif code == EXIT_TERMINATED:
+        print("dlkit-prof run: stopped by SIGTERM (a time limit, or scancel); reporting what was profiled until then",
+              file=sys.stderr)
     elif code != 0:
         print(f"dlkit-prof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():

@@ -333,15 +333,57 @@ def test_ctrl_c_exits_130_with_the_report_written(tmp_path, repo):
     assert "Training loop:" in out
 
 
+def _run_until(tmp_path, repo, script, line, *args):
+    """`run` of a long script in a session of its own, once its output shows `line`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    command = [sys.executable, "-m", "profiling", "run", "--output-dir", str(tmp_path), "--formats", "text", "--",
+               str(OWN / script), *args]
+    wrapper = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    for text in wrapper.stdout:
+        if line in text:
+            break
+    return wrapper
+
+
+@pytest.mark.parametrize("to_all", [False, True], ids=["kill PID", "Slurm's time limit: every process"])
+def test_sigterm_exits_143_with_the_report_written_and_no_process_left(tmp_path, repo, to_all):
+    """A batch script's `kill $PID`, scancel or a time limit sends SIGTERM: `run` died of it at once and left its
+    child training, unreported. Now the child stops as at Ctrl-C and the report is written."""
+    with _run_until(tmp_path, repo, "loader_in_helper.py", "epoch 1 done", "--num-workers", "0",
+                    "--epochs", "100000") as wrapper:
+        (os.killpg if to_all else os.kill)(wrapper.pid, signal.SIGTERM)
+        out, err = wrapper.communicate(timeout=120)
+    assert wrapper.returncode == 143, err
+    assert "stopped by SIGTERM" in err and "Traceback" not in err, err
+    assert (tmp_path / "loader_in_helper.report.txt").is_file() and "Training loop:" in out
+    leftover = subprocess.run(["pgrep", "-f", str(OWN / "loader_in_helper.py")], capture_output=True, text=True)
+    assert leftover.stdout == "", "a profiled process outlived `run`"
+
+
+def test_sigusr1_sent_to_run_reaches_the_script_which_stops_as_it_would_plain(tmp_path, repo):
+    """`--signal=B:USR1@90` with `trap 'kill -USR1 $PID' USR1`: the script's own handler finishes the epoch and exits 0
+    (run's default action for SIGUSR1 was to die, exit 138, with no report)."""
+    with _run_until(tmp_path, repo, "preemptible.py", "epoch 1 done") as wrapper:
+        os.kill(wrapper.pid, signal.SIGUSR1)
+        out, err = wrapper.communicate(timeout=120)
+    assert wrapper.returncode == 0, err
+    assert "stopping after epoch" in out and "passed SIGUSR1 on to the script" in err, out + err
+    assert (tmp_path / "preemptible.report.txt").is_file() and "Training loop:" in out
+
+
 def test_a_child_stopped_by_sigint_is_an_interruption_whenever_the_wrapper_hears_of_it():
     """CI once saw the child die of SIGINT (-2) before the wrapper's own SIGINT was handled: the
     wrapper then exited 254. The exit code must not depend on which process the signal hit first."""
-    from profiling.runner import EXIT_INTERRUPTED, _exit_code, _sigint_noted
+    from profiling.runner import EXIT_INTERRUPTED, EXIT_TERMINATED, _exit_code, _signals_noted
 
     assert _exit_code(-signal.SIGINT, []) == EXIT_INTERRUPTED  # the child re-raised it on its way out
     assert _exit_code(1, [signal.SIGINT]) == EXIT_INTERRUPTED  # kernprof caught it and chose 1
     assert _exit_code(3, []) == 3 and _exit_code(0, []) == 0
-    with _sigint_noted() as noted:
+    assert _exit_code(-signal.SIGTERM, []) == _exit_code(EXIT_INTERRUPTED, [signal.SIGTERM]) == EXIT_TERMINATED
+    assert _exit_code(-signal.SIGKILL, []) == 137  # as a shell says
+    with _signals_noted() as noted:
         os.kill(os.getpid(), signal.SIGINT)  # noted, not raised: the report still gets written
         time.sleep(0.05)
     assert noted == [signal.SIGINT]
