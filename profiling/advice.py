@@ -129,6 +129,11 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
                     "curve_best_workers": choice.best_workers, "curve_max_workers": choice.max_workers,
                     "curve_fed_workers": choice.fed_workers, "curve_fed_rate": choice.fed_rate,
                     "curve_slack": None if choice.fed_workers is None else choice.workers - choice.fed_workers}
+        timed_up_to = max(p.workers for p in curve.points) if curve is not None else 0
+        if own is not None and workers > max(chosen, timed_up_to) and choice.chosen_rate \
+                and sum(own) < (1 - TOLERANCE) / choice.chosen_rate:  # the run's own count, timed untraced, is faster
+            chosen, needed, basis, capped, never = workers, workers, "own", False, False
+            measured |= {"curve_step_ms": 1e3 / choice.chosen_rate, "curve_chosen": choice.workers}
     elif not loader_bound:
         chosen, needed, basis = workers, workers, "kept"
     elif raw is not None:
@@ -228,6 +233,10 @@ RULES: tuple[Rule, ...] = (
          "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the average "
          "need) and {estimate_high}. For a measured number, profile two epochs or more with {curve_command}: it "
          "times your loop untraced while worker counts take turns in it."),
+    Rule("own_count_faster", "advice", lambda n: n.basis == "own",
+         "Measured in your run: your {current_workers} workers {untraced_step_ms:.2f} ms a step, untraced; the "
+         "curve, timed up to {curve_max_workers} worker(s) on {cpus} CPU(s), gives {curve_chosen} worker(s) "
+         "{curve_step_ms:.2f} ms a step. Keep {num_workers}."),
     Rule("curve_too_short", "advice", lambda n: n.curve_short,
          "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does not "
          "reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that {cpu_ceiling} "

@@ -94,7 +94,7 @@ class AdviceNumbers:
     raw_workers: int | None = None      # the average need: ceil(produce / compute)
     needed_workers: int | None = None   # the estimate (bare profile) or the measured need (curve)
     loop_where: str | None = None       # file:line of the loop header
-    basis: str = "none"                 # "tried" (in the run), "measured" (loader curve), "estimate", "kept", "none"
+    basis: str = "none"  # "tried" (in the run), "measured" (loader curve), "own" (beat it), "estimate", "kept", "none"
     estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
     compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
     target_rate: float | None = None    # what the workers must deliver: FED_SHARE / hold
@@ -102,6 +102,8 @@ class AdviceNumbers:
     curve_best_rate: float | None = None     # the curve's highest batches/s within the CPUs
     curve_best_workers: int | None = None    # ... and the fewest workers within 5 % of it
     curve_max_workers: int | None = None     # the largest k the curve measured
+    curve_chosen: int | None = None          # basis "own": the curve's choice, and its step (ms), both slower
+    curve_step_ms: float | None = None
     never_keeps_up: bool = False        # the curve flattened below the target: no k keeps up
     curve_short: bool = False           # a curve measured on fewer CPUs, still short of the target: estimate
     curve_cpus: int | None = None       # the CPUs the curve was measured on

@@ -475,3 +475,19 @@ def test_heavy_augmentation_transforms_training_images_only(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:
         mnist_classify.parse_args(["--augment", "heavy", "--gpu-resident"])
     assert refused.value.code == 2 and "--gpu-resident has no DataLoader" in capsys.readouterr().err
+
+
+def test_a_fallback_never_cuts_the_runs_own_count_where_its_untraced_step_was_faster():
+    """h_2 (unseen styles): 4 workers on a 2-CPU job, a run too short to try counts. The curve, timed up to the 1
+    worker 2 CPUs hold, chose 1 worker at 22.5 batches/s (44 ms a step), while the run's own 4 workers stepped every
+    22 ms untraced: the advice cut them to 1 and the next run took twice as long. It keeps 4 now, and says why."""
+    trials = {"status": "too short to try worker counts: the run ended before each was timed", "own_workers": 4,
+              "untraced": {"steps": 50, "seconds": 50 * 0.022, "wait_seconds": 50 * 0.020}}
+    curve = _curve({0: 10.0, 1: 22.5}, cpus=2, hold_ms=2.0)
+    facts = JobFacts(cpus=2, gpus=0, num_workers=4)
+    advice = advise(_loop(40.0, 2.0), facts, curve=curve, trials=trials)
+    assert advice.num_workers == 4 and advice.numbers.basis == "own", advice.reasons
+    assert "own_count_faster" in advice.fired_rules and "never_feeds_held_loop" not in advice.fired_rules
+    assert "your 4 workers 22.00 ms a step, untraced" in " ".join(advice.reasons), advice.reasons
+    slower = {**trials, "untraced": {"steps": 50, "seconds": 50 * 0.050, "wait_seconds": 50 * 0.048}}
+    assert advise(_loop(40.0, 2.0), facts, curve=curve, trials=slower).numbers.basis == "measured"  # the curve's

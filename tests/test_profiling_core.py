@@ -337,6 +337,13 @@ def test_every_message_formats_with_full_numbers():
         "traced": {"steps": 100, "seconds": 6.0, "wait_seconds": 1.5}})
     assert squeezed.step_needs_cpus and squeezed.held_cpus == 4
     numbers = replace(numbers, **{k: v for k, v in asdict(squeezed).items() if getattr(numbers, k) is None})
+    slow = LoaderCurve((CurvePoint(0, 10, 1.0, 10.0), CurvePoint(1, 10, 1.0, 22.5)), cpus=2, batch_size=64,
+                       pin_memory=False, hold_ms=2.0)  # slower than the run's own 4 workers untraced
+    own = model_numbers(_loop(40.0, 2.0, batches=10), JobFacts(cpus=2, gpus=0, num_workers=4), slow, trials={
+        "status": "too short to try worker counts: x", "own_workers": 4,
+        "untraced": {"steps": 50, "seconds": 50 * 0.022, "wait_seconds": 50 * 0.020}})
+    assert own.basis == "own"
+    numbers = replace(numbers, **{k: v for k, v in asdict(own).items() if getattr(numbers, k) is None})
     for rule in RULES:
         text = rule.text(numbers)
         assert "{" not in text and "None" not in text, rule.name
