@@ -133,6 +133,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         if own is not None and workers > max(chosen, timed_up_to) and choice.chosen_rate \
                 and sum(own) < (1 - TOLERANCE) / choice.chosen_rate:  # the run's own count, timed untraced, is faster
             chosen, needed, basis, capped, never = workers, workers, "own", False, False
+            wait, compute = own  # what the Why lines say, as the step beside them is: untraced
+            wait_fraction = wait / (wait + compute)
             measured |= {"curve_step_ms": 1e3 / choice.chosen_rate, "curve_chosen": choice.workers}
     elif not loader_bound:
         chosen, needed, basis = workers, workers, "kept"
