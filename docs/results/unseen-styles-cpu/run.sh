@@ -6,7 +6,9 @@ OUT=${OUT:-/tmp/unseen}; here=$(dirname "$0")
 mkdir -p "$OUT"
 for script in "$here"/scripts/*.py; do
     name=$(basename "$script" .py)
-    python3 -m profiling run --formats text,json --output-dir "$OUT/$name" -- "$script" > "$OUT/$name.log" 2>&1
+    args=(); [ "$name" = h_4_subcommands ] && args=(fit)   # its subcommand; every other script runs as it is
+    python3 -m profiling run --formats text,json --output-dir "$OUT/$name" -- "$script" "${args[@]}" \
+        > "$OUT/$name.log" 2>&1
     echo "== $name: exit $?"
     sed -n '/^ADVICE/,/(the curve, the other/p' "$OUT/$name.log"
     grep -m1 "dlkit-prof run: error" "$OUT/$name.log"
