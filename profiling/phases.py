@@ -31,8 +31,8 @@ LOG_ATTRS = {"info", "debug", "warning", "log", "write", "add_scalar", "add_scal
 LOG_RECEIVERS = re.compile(r"log|writer|wandb|mlflow|tensorboard|pbar|tqdm|sys\.std", re.IGNORECASE)
 OPTIMIZER_RECEIVERS = re.compile(r"optim|opt$|scaler|sched", re.IGNORECASE)
 
-# When one line holds several kinds of call, the first phase in this order wins.
-PRIORITY = ("backward", "optimizer", "forward", "loss", "host_to_device", "logging_sync", "data_wait")
+# When one line holds several kinds of call, the first phase in this order wins ("other": none of them).
+PRIORITY = ("backward", "optimizer", "forward", "loss", "host_to_device", "logging_sync", "data_wait", "other")
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,6 @@ def statement_phase(node: ast.AST) -> str:
         if targets & OUTPUT_TARGETS:  # output = some_callable(x): the forward pass under another name
             phases.add("forward")
     return next((p for p in PRIORITY if p in phases), "other")
-
-
-def _rank(phase: str) -> int:
-    return PRIORITY.index(phase) if phase in PRIORITY else len(PRIORITY)
 
 
 def _is_steps(node: ast.AST) -> bool:
@@ -211,9 +207,8 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
                 phase_of.setdefault(node.lineno, "other")
             elif not hasattr(node, "body"):  # a simple statement: all its lines share its phase
                 phase = _phase(node, iterators)
-                for line in _lines(node):
-                    if line not in phase_of or _rank(phase) < _rank(phase_of[line]):
-                        phase_of[line] = phase  # `a(); b()` on one line: the stronger phase wins
+                for line in _lines(node):  # `a(); b()` on one line: the stronger phase wins
+                    phase_of[line] = min(phase, phase_of.get(line, phase), key=PRIORITY.index)
         if waits and not nested:
             inside_loader.update(id(n) for n in ast.walk(node) if n is not node)
             first = node.body[0].body[0] if isinstance(node.body[0], ast.Try) else node.body[0]  # hit once a batch
