@@ -30,16 +30,11 @@ def has_profile_decorator(script: Path) -> bool:
     return tree is not None and any(_functions(tree, decorated_only=True))
 
 
-def _loops(path: Path, decorated_only: bool = False) -> list[LoaderLoop]:
+def loops_in(path: Path, decorated_only: bool = False) -> list[LoaderLoop]:
     """The training loops in the file's (decorated) functions, found by the report's own rules."""
     tree = parse_script(path)
     return [loop for func in (_functions(tree, decorated_only) if tree else ())
             for loop in classify_function(tree, str(path), func.lineno, func.name)[1]]  # the def's line finds it too
-
-
-def loops_in(path: Path, decorated_only: bool = False) -> list[str]:
-    """`file:line` of each training loop in the file's (decorated) functions."""
-    return [f"{path}:{loop.header[0]}" for loop in _loops(path, decorated_only)]
 
 
 def module_level_loop(path: Path) -> int | None:
@@ -83,7 +78,7 @@ def loop_in_child(path: Path, modules: Sequence[str] = ()) -> str | None:
     tree, roots = parse_script(path), [path.parent, Path.cwd()]
     functions = {f.name: f for f in _functions(tree, False)} if tree else {}
     files = [path, *(f for name in modules for f in module_files(name, roots) or [])]
-    looping = {loop.function for file in files for loop in _loops(file)}  # the functions that hold a loop
+    looping = {loop.function for file in files for loop in loops_in(file)}  # the functions that hold a loop
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n)[0] in SPAWNERS) if tree else ():
         for target in [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]:
             name = getattr(target, "id", "")
