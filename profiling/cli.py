@@ -9,10 +9,10 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from profiling.argv import script_problem
 from profiling.records import ProfileError
@@ -32,36 +32,32 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _non_negative_int(text: str) -> int:
+def _checked(text: str, parse: Callable[[str], Any], kind: str, fits: Callable[[Any], bool], bound: str) -> Any:
+    """`parse(text)`, or the one line argparse shows: `kind` when it does not parse, else `bound` (formatted with the
+    text and the value) when the value does not fit."""
     try:
-        value = int(text)
+        value = parse(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+    if not fits(value):
+        raise argparse.ArgumentTypeError(bound.format(text=text, value=value))
     return value
+
+
+def _non_negative_int(text: str) -> int:
+    return _checked(text, int, "a whole number", lambda value: value >= 0, "expected a number >= 0, got {value}")
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
-    return value
+    return _checked(text, float, "a number", lambda value: 0 < value < float("inf"),
+                    "expected a finite number > 0, got {text}")
 
 
 def _worker_list(text: str) -> list[int]:
     """`0,1,2,4` -> [0, 1, 2, 4]; sorted, without repeats."""
-    try:
-        values = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated whole numbers such as 0,1,2,4, got {text!r}") from None
-    if not values or values[0] < 0:
-        raise argparse.ArgumentTypeError(f"expected numbers >= 0, got {text!r}")
-    return values
+    return _checked(text, lambda words: sorted({int(part) for part in words.split(",") if part.strip()}),
+                    "comma-separated whole numbers such as 0,1,2,4", lambda values: bool(values) and values[0] >= 0,
+                    "expected numbers >= 0, got {text!r}")
 
 
 def _add_job_flags(parser: argparse.ArgumentParser) -> None:
