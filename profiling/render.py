@@ -90,12 +90,6 @@ def _facts_line(report: Report) -> str:
     return f"Job: {f.cpus} CPU(s), {f.gpus} GPU(s), profiled with num_workers={workers}{per_gpu}"
 
 
-def _advice_lists(report: Report) -> list[tuple[str, list[str]]]:
-    """The warnings and the notes of the advice, each under its own title, when there are any."""
-    lists = [("Warnings", report.advice.warnings), ("Also", report.advice.notes)]
-    return [(title, items) for title, items in lists if items]
-
-
 def _text_table(header: Sequence[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     fmt = indent + "  ".join(f"{{:<{w}}}" for w in widths)
@@ -111,8 +105,8 @@ def render_text(report: Report) -> str:
     if report.advice.edits:
         out += ["  Exact edits (job script, then training script):"] + [f"    {e}" for e in report.advice.edits]
     out += ["  Why:"] + [f"  - {r}" for r in (report.advice.briefs or report.advice.reasons)[:TEXT_WHY]]
-    for title, items in _advice_lists(report)[:1] if report.advice.warnings else []:
-        out += [f"  {title}:"] + [f"  - {r}" for r in items]
+    if report.advice.warnings:
+        out += ["  Warnings:"] + [f"  - {r}" for r in report.advice.warnings]
     if len(report.advice.reasons) > TEXT_WHY or report.advice.notes or report.curve is not None:
         out += ["  (the curve, the other reasons and notes: the md, html and json formats of this report)"]
     if report.notes:
@@ -136,8 +130,9 @@ def render_markdown(report: Report) -> str:
     if report.advice.edits:
         out += ["Exact edits (job script, then training script):", "", "```bash", *report.advice.edits, "```", ""]
     out += [f"- {r}" for r in report.advice.reasons]
-    for title, items in _advice_lists(report):
-        out += ["", f"**{title}:**", ""] + [f"- {r}" for r in items]
+    for title, items in (("Warnings", report.advice.warnings), ("Also", report.advice.notes)):
+        if items:
+            out += ["", f"**{title}:**", ""] + [f"- {r}" for r in items]
     out += ["", "## Phases", ""] + _md_table(PHASE_HEADER, _phase_rows(report))
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
