@@ -270,8 +270,6 @@ def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = Non
                     timed: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
     """The loader a training loop iterates: of those iterated at its header, the one the trials timed (`timed`: where
     it was built and iterated; train and validation may share a line), else the first; with none there, the busiest."""
-    if not loaders:
-        return None
     if file is not None and line is not None:
         def at_header(entry: Mapping[str, Any]) -> bool:
             where, _, number = str(entry.get("iterated_at", "")).rpartition(":")
@@ -280,7 +278,7 @@ def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = Non
         here = [entry for entry in loaders if at_header(entry)]
         if here:
             return next((e for e in here if timed and all(e.get(k) == v for k, v in timed.items())), here[0])
-    return max(loaders, key=lambda entry: entry.get("batches") or 0)
+    return max(loaders, key=lambda entry: entry.get("batches") or 0, default=None)
 
 
 def batches_per_second(entry: Mapping[str, Any]) -> float | None:
