@@ -70,11 +70,9 @@ def script_problem(script: str) -> str | None:
     if path.is_dir():
         return f"{script} is a folder, not a Python script"
     try:
-        source = path.read_bytes()
+        compile(path.read_bytes(), script, "exec", dont_inherit=True)
     except OSError as err:
         return f"cannot read {script}: {err.strerror or err}"
-    try:
-        compile(source, script, "exec", dont_inherit=True)
     except SyntaxError as err:
         return f"{script} is not valid Python (line {err.lineno}: {err.msg})"
     except ValueError as err:  # null bytes: a binary file
