@@ -71,8 +71,7 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
     where = str(path) if path is not None else "profile"
     if not data:
         raise ProfileError(f"{where}: the file is empty (did kernprof finish writing it?)")
-    far = _memo_index_past_the_data(data)
-    if far is not None:
+    if (far := _memo_index_past_the_data(data)) is not None:
         raise ProfileError(f"{where}: a truncated or corrupt .lprof file ({far})")
     try:
         obj = _RestrictedUnpickler(io.BytesIO(data)).load()

@@ -122,9 +122,8 @@ class Sampler:
 
     def _gpu_sample(self, handle: object) -> tuple[float, float]:
         try:
-            util = self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu
-            mem = self._nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20
-            return float(util), float(mem)
+            return (float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+                    float(self._nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20))
         except Exception:  # a GPU fell off the bus or the driver went away mid-run
             return float("nan"), float("nan")
 

@@ -195,8 +195,7 @@ def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path)
     lprof = args.lprof or profile_current(args, command, out_dir / "profile")
     if lprof is None:
         return None, "no advice: profiling the current setting failed (see the profile folder)"
-    report = build_report(Path(lprof))
-    return report.advice.num_workers, f"advice of {lprof}"
+    return build_report(Path(lprof)).advice.num_workers, f"advice of {lprof}"
 
 
 def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:

@@ -53,13 +53,11 @@ def line_table(profile: LineProfile, sources: Sources) -> pd.DataFrame:
         text = sources.get(filename)
         for line, hits, ticks in entries:
             seconds = ticks * profile.unit
-            rows.append({
-                "file": filename, "function": function, "line": line, "hits": hits, "seconds": seconds,
-                "ms_per_hit": seconds * 1e3 / hits if hits else 0.0,
-                "pct_of_function": 100.0 * ticks / total_ticks if total_ticks else 0.0,
-                "source": text[line - 1].rstrip() if text is not None and 0 < line <= len(text) else "",
-                "phase": "other",
-            })
+            rows.append({"file": filename, "function": function, "line": line, "hits": hits, "seconds": seconds,
+                         "ms_per_hit": seconds * 1e3 / hits if hits else 0.0,
+                         "pct_of_function": 100.0 * ticks / total_ticks if total_ticks else 0.0,
+                         "source": text[line - 1].rstrip() if text is not None and 0 < line <= len(text) else "",
+                         "phase": "other"})
     table = pd.DataFrame(rows, columns=list(LINE_COLUMNS))
     return table.astype({"line": "int64", "hits": "int64", "seconds": "float64",
                          "ms_per_hit": "float64", "pct_of_function": "float64"})

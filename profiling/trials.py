@@ -116,8 +116,7 @@ class Trials:
         if self.tracing or self.status not in ("traced only", "trying"):
             return make(loader)
         if self.own is None:
-            why = self.unsupported(loader)
-            if why:
+            if why := self.unsupported(loader):
                 self.status = f"worker counts not tried: {why}"
                 return make(loader)
             self.start(loader)
@@ -177,8 +176,8 @@ class Trials:
             if self.rounds >= ROUNDS or len(self.settings) < 2:  # or one count left: the fastest, nothing to part
                 self.status = "tried"
                 return self.release()
-        order = self.settings[self.rounds % len(self.settings):] + self.settings[:self.rounds % len(self.settings)]
-        self.queue = list(order)
+        turn = self.rounds % len(self.settings)  # each round starts one count later
+        self.queue = self.settings[turn:] + self.settings[:turn]
 
     def add_segment(self, workers: int, steps: int, seconds: float, cut: bool) -> None:
         """Record one turn's timed batches. A turn cut by an epoch's end goes on in the next: both parts are one
