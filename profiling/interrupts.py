@@ -17,8 +17,8 @@ T = TypeVar("T")
 
 _depth = 0          # loader calls in progress (they nest: a trial's segment inside the hooked __next__)
 _pending = False    # a Ctrl-C arrived during the current outermost call
-_seen = False       # a Ctrl-C arrived at all (loader_curve then skips its measurement)
-_terminated = False  # ... or a SIGTERM, turned into one
+seen = False        # the user pressed Ctrl-C during this run (loader_curve then skips its measurement)
+terminated = False  # ... or a SIGTERM, turned into one
 
 
 def install() -> None:
@@ -28,8 +28,8 @@ def install() -> None:
         return
 
     def noted(signum: int, frame: Any) -> None:
-        global _pending, _seen
-        _seen = True
+        global _pending, seen
+        seen = True
         if _depth:
             _pending = True
         previous(signum, frame)
@@ -43,20 +43,10 @@ def _term_as_ctrl_c(signum: int, frame: Any) -> None:
     """A SIGTERM (a time limit, scancel) stops a script that set no handler for it as Ctrl-C does, so that kernprof
     writes what it profiled. Slurm sends it to every process of the step and `run` passes it on too: a second one
     is ignored, as it could cut the profile's writing short."""
-    global _terminated
-    _terminated = True
+    global terminated
+    terminated = True
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.kill(os.getpid(), signal.SIGINT)
-
-
-def seen() -> bool:
-    """Whether the user pressed Ctrl-C during this run."""
-    return _seen
-
-
-def terminated() -> bool:
-    """Whether the Ctrl-C was a SIGTERM."""
-    return _terminated
 
 
 def guarded(call: Callable[..., T], *args: Any) -> T:

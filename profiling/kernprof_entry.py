@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         REAL_EXIT(asked.code if isinstance(asked.code, int) else 1)
     except KeyboardInterrupt:
-        if not interrupts.terminated():
+        if not interrupts.terminated:
             raise
         return 143  # a SIGTERM, quietly, as a shell reports it: kernprof wrote the profile on the way out
 

@@ -204,7 +204,7 @@ class _CurveHook:
         return round(1e3 * step.compute_s, 3)
 
     def measure(self) -> None:
-        if interrupts.seen():  # Ctrl-C: the user wants out, not a measurement
+        if interrupts.seen:  # Ctrl-C: the user wants out, not a measurement
             print("loader curve: not measured: the run was interrupted", file=sys.stderr)
             return
         if not self.specs or self.capture is None:
