@@ -17,13 +17,9 @@ import os
 import sys
 from contextlib import suppress
 
-MAIN_CPUS_GPU_PINNED = 2
-MAIN_CPUS_OTHERWISE = 1
-
-
 def main_process_cpus(gpus: int, pin_memory: bool | None = None) -> int:
-    """CPUs the training process itself keeps busy besides its DataLoader workers."""
-    return MAIN_CPUS_GPU_PINNED if gpus >= 1 and pin_memory is not False else MAIN_CPUS_OTHERWISE
+    """CPUs the training process itself keeps busy besides its DataLoader workers: two on a GPU with pinned memory."""
+    return 2 if gpus >= 1 and pin_memory is not False else 1
 
 
 def cpus_for_workers(workers: int, gpus: int, pin_memory: bool | None = None) -> int:
