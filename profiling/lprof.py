@@ -27,10 +27,7 @@ class _LineStatsState:
     """Inert stand-in for any version's `LineStats`: BUILD fills its `__dict__`; it keeps constructor arguments too."""
 
     def __init__(self, timings: Any = None, unit: Any = None) -> None:
-        if timings is not None:
-            self.timings = timings
-        if unit is not None:
-            self.unit = unit
+        self.timings, self.unit = timings, unit  # (None reads as missing, as an attribute never set would)
 
 
 class _UnsafePickle(pickle.UnpicklingError):
@@ -129,15 +126,12 @@ def _check_timings(timings: Any, where: str) -> dict[tuple[str, int, str], list[
             raise ProfileError(f"{where}: malformed function key {_short(key)}; expected (file, line, name)")
         if not isinstance(rows, (list, tuple)):
             raise ProfileError(f"{where}: malformed timings for {key[2]}: expected a list of lines")
-        clean_rows = []
         for row in rows:
             if (not isinstance(row, (tuple, list)) or len(row) != 3
-                    or not all(_is_count(v) or (isinstance(v, float) and math.isfinite(v) and v >= 0)
-                               for v in row)):
+                    or not all(_is_count(v) or (isinstance(v, float) and math.isfinite(v) and v >= 0) for v in row)):
                 raise ProfileError(f"{where}: malformed line entry {_short(row)} in {key[2]}; "
                                    "expected (line, hits, time)")
-            clean_rows.append((int(row[0]), int(row[1]), int(row[2])))
-        clean[key] = sorted(clean_rows)
+        clean[key] = sorted((int(line), int(hits), int(ticks)) for line, hits, ticks in rows)
     if not any(clean.values()):
         what = "no function was profiled" if not clean else "no profiled line ever ran"
         raise ProfileError(f"{where}: the profile is empty ({what}); was the @profile function called?")
