@@ -225,17 +225,14 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile,
     notes: list[str] = []
     trees: dict[str, ast.AST | None] = {}
     for file, first_line, name in profile.timings:
-        lines = sources.get(file)
-        if lines is None:
-            continue
-        if file not in trees:
+        if file not in trees and sources.get(file) is not None:  # each file parsed once
             try:
-                trees[file] = ast.parse("\n".join(lines))
+                trees[file] = ast.parse("\n".join(sources[file]))
             except (SyntaxError, ValueError) as err:
                 trees[file] = None
                 notes.append(f"{file}: could not parse the source ({type(err).__name__}); "
                              "its lines are shown as 'other'")
-        if trees[file] is None:
+        if trees.get(file) is None:  # no source, or none that parses
             continue
         phases, found = classify_function(trees[file], file, first_line, name)
         if not phases:
@@ -243,10 +240,8 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile,
                          "the source may have changed since the profile was taken")
         phase_of.update({(file, name, line): phase for line, phase in phases.items()})
         loops.extend(found)
-    table = table.copy()
-    table["phase"] = [phase_of.get((f, fn, ln), "other")
-                      for f, fn, ln in zip(table["file"], table["function"], table["line"])]
-    return table, loops, notes
+    keys = zip(table["file"], table["function"], table["line"])
+    return table.assign(phase=[phase_of.get(key, "other") for key in keys]), loops, notes
 
 
 def _hits(rows: pd.DataFrame, line: int | None) -> int:
@@ -258,8 +253,7 @@ def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
     """Wait, compute and batch count of one loader loop, from the classified table."""
     rows = table[(table["file"] == loop.file) & (table["function"] == loop.function)]
     header = rows[rows["line"].isin(loop.header)]
-    body = rows[(rows["line"] >= loop.body_start) & (rows["line"] <= loop.body_end)
-                & ~rows["line"].isin(loop.header)]
+    body = rows[rows["line"].between(loop.body_start, loop.body_end) & ~rows["line"].isin(loop.header)]
     header_hits = int(header["hits"].max()) if len(header) else 0
     # The first body line runs once a batch in any line_profiler; the header (+1 a loop, not in 4.0.0) backs it up.
     batches = _hits(rows, loop.body_start) or max(header_hits - 1, 0) or header_hits
