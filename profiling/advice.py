@@ -217,15 +217,13 @@ RULES: tuple[Rule, ...] = (
          "JPEG bytes only and each batch is decoded with nvJPEG and cropped in one call. nvJPEG pays per image: "
          "tile small images into sheets (`shard --tile 8`), or let the workers decode and the GPU crop "
          "(`--gpu-decode-share 0`); see lesson 09 (many small files), lessons/09-small-files.md, section 7."),
-    Rule("workers_from_main_process", "advice",
-         lambda n: n.basis == "estimate" and n.current_workers == 0 and n.raw_workers is not None
-         and not n.reads_dominate,
+    Rule("workers_from_main_process", "advice", lambda n: n.basis == "estimate" and n.current_workers == 0
+         and n.raw_workers is not None and not n.reads_dominate,
          "With num_workers=0 the main process builds every batch itself: about {produce_ms:.2f} ms each. "
          "Workers building batches in parallel keep up when ceil({produce_ms:.2f} / {compute_ms:.2f}) = "
          "{raw_workers} run at once on average; the estimate is {factor} times that, {estimate_high}."),
-    Rule("workers_from_starved_loop", "advice",
-         lambda n: n.basis == "estimate" and n.current_workers > 0 and n.raw_workers is not None
-         and not n.reads_dominate,
+    Rule("workers_from_starved_loop", "advice", lambda n: n.basis == "estimate" and n.current_workers > 0
+         and n.raw_workers is not None and not n.reads_dominate,
          "{current_workers} worker(s) delivered one batch per {wait_ms:.2f} + {compute_ms:.2f} ms, so one "
          "worker needs about {produce_ms:.2f} ms per batch. To deliver a batch every {compute_ms:.2f} ms "
          "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average; the estimate "
@@ -273,9 +271,8 @@ RULES: tuple[Rule, ...] = (
     Rule("handoff_only", "advice", lambda n: n.handoff_only,
          "The {wait_ms:.2f} ms per batch still spent on the loader line is within the {handoff_ms} ms a main "
          "process needs to take a finished batch from its workers, which more workers do not remove."),
-    Rule("compute_bound", "advice",
-         lambda n: n.loop_found and not n.loader_bound and not n.capped and not n.never_keeps_up
-         and n.basis != "tried",
+    Rule("compute_bound", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped
+         and not n.never_keeps_up and n.basis != "tried",
          "The loader is not the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
          "per batch, {wait_pct:.1f}% of a step, so more workers will not help. "
          "To go faster, make the step cheaper: larger batches, mixed precision and, on a GPU, data kept there."),
@@ -285,8 +282,7 @@ RULES: tuple[Rule, ...] = (
          and not n.never_keeps_up and n.num_workers is not None and n.num_workers < n.current_workers,
          "Use num_workers={num_workers} instead of {current_workers}: the loader keeps up without more, "
          "and {cpu_ceiling} CPU(s) run at most {worker_cap} beside the main process."),
-    Rule("main_process_cpus", "advice",
-         lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus > 1,
+    Rule("main_process_cpus", "advice", lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus > 1,
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
          "on a GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits "
          "spin on a core, so with only one CPU of its own it takes time from the workers."),
