@@ -20,7 +20,6 @@ from profiling.records import ProfileError
 EXIT_BAD_INPUT = 2
 FORMATS = ("text", "md", "html", "json", "csv")
 DEFAULT_WORKERS = "0,1,2,4,8"
-# The verbs other than `report`: (module, function), imported only when the verb runs.
 LAZY_VERBS = {"run": ("profiling.runner", "run_command"), "loader": ("profiling.loader_curve", "loader_command"),
               "compare": ("profiling.compare", "compare_command"), "sweep": ("profiling.sweep", "sweep_command")}
 

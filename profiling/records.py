@@ -14,7 +14,6 @@ if TYPE_CHECKING:  # annotations only: the job checker imports this module and m
 PHASES: tuple[str, ...] = ("data_wait", "host_to_device", "forward", "loss", "backward", "optimizer",
                            "logging_sync", "other")
 
-# Columns of the per-line table (one row per profiled line).
 LINE_COLUMNS: tuple[str, ...] = ("file", "function", "line", "hits", "seconds", "ms_per_hit", "pct_of_function",
                                  "source", "phase")
 

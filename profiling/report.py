@@ -29,7 +29,6 @@ CUDA_CAVEAT = ("CUDA caveat: line_profiler charges asynchronous GPU work to the 
 WORKER_NOTE = ("line_profiler records only the main process: with num_workers > 0 the workers' time building batches "
                "shows only as the main process's wait for them (the loop header).")
 
-CURVE_SUFFIX = ".curve.json"  # the measured loader curve beside a profile (profiling.loader_curve)
 KIT_ROOT = Path(__file__).resolve().parents[1]  # this kit's own scripts (not its tests' fixtures)
 
 # File name of each format written next to the .lprof.
@@ -129,7 +128,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
               ] if meta.get("exit_code") not in (None, 0) else []
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
-    curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, CURVE_SUFFIX)
+    curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, ".curve.json")
     curve = read_curve(curve_file) if curve_path is not None or curve_file.is_file() else None
     if curve is not None and curve.hold_ms <= 0:
         notes.append("the loader curve was timed alone (each batch taken at once): shown, not advised from; "
