@@ -80,9 +80,6 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, name="profiling-sampler", daemon=True)
         self._nvml = None
         self._gpus: list[tuple[int, object]] = []
-        self._open_nvml()
-
-    def _open_nvml(self) -> None:
         try:
             import pynvml  # nvidia-ml-py
 
@@ -92,8 +89,7 @@ class Sampler:
         except Exception as exc:  # NVMLError (no driver/GPU), missing library, bad UUID...
             self.message = (f"GPU sampling off: no NVIDIA GPU/driver reachable through NVML ({exc}); "
                             "CPU sampling goes on")
-            return
-        if not self._gpus:
+        if self._nvml is not None and not self._gpus:
             self.message = "GPU sampling off: NVML sees no GPU visible to this job; CPU sampling goes on"
 
     def __enter__(self) -> "Sampler":
