@@ -143,8 +143,7 @@ class Capture:
                 bound = signature.bind(self, *args, **kwargs)
                 bound.arguments["num_workers"] = capture.set_workers
                 if capture.set_workers == 0:  # torch refuses these without workers
-                    bound.arguments["persistent_workers"] = False
-                    bound.arguments["prefetch_factor"] = None
+                    bound.arguments.update(persistent_workers=False, prefetch_factor=None)
                 args, kwargs = bound.args[1:], bound.kwargs
             init(self, *args, **kwargs)
 

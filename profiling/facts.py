@@ -40,19 +40,16 @@ def _int(value: Any) -> int | None:
 
 def cpus_from_env(env: Mapping[str, str], affinity: int | None) -> tuple[int | None, str]:
     """CPUs this job may use: SLURM_CPUS_PER_TASK when set (sbatch -c), else the affinity mask."""
-    per_task = _int(env.get("SLURM_CPUS_PER_TASK"))
-    if per_task:
+    if per_task := _int(env.get("SLURM_CPUS_PER_TASK")):
         return per_task, "SLURM_CPUS_PER_TASK"
     return (affinity, "the CPU affinity mask") if affinity else (None, "")
 
 
 def gpus_from_env(env: Mapping[str, str]) -> tuple[int | None, str]:
     """GPUs the job sees: SLURM_GPUS_ON_NODE, else the entries of CUDA_VISIBLE_DEVICES."""
-    on_node = _int(env.get("SLURM_GPUS_ON_NODE"))
-    if on_node is not None:
+    if (on_node := _int(env.get("SLURM_GPUS_ON_NODE"))) is not None:
         return on_node, "SLURM_GPUS_ON_NODE"
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
+    if (visible := env.get("CUDA_VISIBLE_DEVICES")) is not None:
         ids = [v for v in visible.split(",") if v.strip() and v.strip() not in {"-1", "NoDevFiles"}]
         return len(ids), "CUDA_VISIBLE_DEVICES"
     return None, ""
@@ -152,6 +149,5 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
                     persistent_workers=persistent if isinstance(persistent, bool)
                     else switch(argv, "--persistent-workers"),
                     loader_at=built_at if isinstance(built_at, str) else None, loader_built_by=loader.get("built_by"),
-                    loader_call=loader.get("call") or "DataLoader",
-                    read_share=split.get("read_share"), read_ms=split.get("read_ms_per_batch"),
-                    decode_ms=split.get("decode_ms_per_batch"))
+                    loader_call=loader.get("call") or "DataLoader", read_share=split.get("read_share"),
+                    read_ms=split.get("read_ms_per_batch"), decode_ms=split.get("decode_ms_per_batch"))

@@ -194,8 +194,7 @@ class _CurveHook:
     @staticmethod
     def loop_hold_ms(entry: Mapping[str, Any]) -> float:
         """The loop's compute per batch in ms, to hold each batch for; 0 (no curve, said) when too few steps ran."""
-        step = capture.loop_step(entry)
-        if step is None:
+        if (step := capture.loop_step(entry)) is None:
             print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
                   "the curve by; no curve measured", file=sys.stderr)
             return 0.0

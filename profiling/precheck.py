@@ -51,8 +51,7 @@ def module_level_loop(path: Path) -> int | None:
 
 def module_files(name: str, roots: Sequence[Path]) -> list[Path] | None:
     """The source files of a module named by path or import name, looked up under `roots`."""
-    candidates = [Path(name)] + [root / (name.replace(".", "/") + suffix) for root in roots for suffix in (".py", "")]
-    for path in candidates:
+    for path in [Path(name)] + [root / (name.replace(".", "/") + suffix) for root in roots for suffix in (".py", "")]:
         if path.is_file():
             return [path]
         if path.is_dir():
@@ -103,8 +102,7 @@ def loop_module(script: str, modules: Sequence[str]) -> str | None:
 def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) -> str | None:
     """One line saying why no training loop will be profiled and what to pass; None when one will be, or the script
     names a DataLoader or a Trainer, whose code iterates the loader (timed through it)."""
-    path = Path(script)
-    roots = [path.parent, Path.cwd()]
+    path, roots = Path(script), [Path(script).parent, Path.cwd()]
     child = loop_in_child(path, modules)
     if child or loops_in(path, decorated_only):
         return child

@@ -37,11 +37,9 @@ SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLUR
 
 def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) -> tuple[int | None, str]:
     """The DataLoader workers the run will use, and where that number came from."""
-    value = flag_value(args, "--num-workers")
-    source = "the --num-workers argument"
+    value, source = flag_value(args, "--num-workers"), "the --num-workers argument"
     if value is None:
-        value = declared_default(script, "--num-workers")
-        source = "the script's default for --num-workers"
+        value, source = declared_default(script, "--num-workers"), "the script's default for --num-workers"
     if value is None:
         return None, "unknown (no --num-workers argument)"
     if str(value) == "auto":  # the lesson script's meaning: the kit's one CPU rule
@@ -234,8 +232,7 @@ def run_command(args: argparse.Namespace) -> int:
     if report.loop is None and code not in (0, EXIT_INTERRUPTED) and not decorated:  # its own argument error...
         print("dlkit-prof run: the script stopped before its training loop; no report", file=sys.stderr)
         return code
-    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
-    written += write_report(report, out_dir, stem, formats)
+    written += write_report(report, out_dir, stem, [f.strip() for f in args.formats.split(",") if f.strip()])
     print(render(report, "text"))
     print("\nfiles:\n" + "\n".join(f"  {p}" for p in written))
     return code

@@ -72,8 +72,7 @@ def read_metrics(path: Path) -> tuple[float, float]:
     time). With 2+ epochs the first (warm-up) is left out: the second took 0.79-0.90 of it (median, six GPU sweeps)."""
     if path.name == "loaders.json":
         loader = capture.loader_for_loop(capture.read_loaders(path)) or {}  # (none recorded: no rate)
-        rate = capture.batches_per_second(loader)
-        if rate is None:
+        if (rate := capture.batches_per_second(loader)) is None:
             raise ValueError("fewer than two batches were recorded")
         return rate * (loader.get("batch_size") or 1), math.nan
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -157,8 +156,7 @@ def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int |
     ok = results.dropna(subset=["images_per_sec"])
     if ok.empty:
         return None
-    best = ok["images_per_sec"].max()
-    return int(ok[ok["images_per_sec"] >= (1 - tolerance) * best]["workers"].min())
+    return int(ok[ok["images_per_sec"] >= (1 - tolerance) * ok["images_per_sec"].max()]["workers"].min())
 
 
 def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
@@ -183,8 +181,7 @@ def repeat_spread(rows: list[dict]) -> str:
     spread = frame.groupby("workers")["images_per_sec"].agg(lambda s: s.max() / s.min() - 1)
     if spread.empty:
         return "repeats: no setting produced a number"
-    worst = int(spread.idxmax())
-    return (f"repeats: runs of one setting differed by up to {spread.max():.0%} (num_workers={worst}); "
+    return (f"repeats: runs of one setting differed by up to {spread.max():.0%} (num_workers={int(spread.idxmax())}); "
             f"differences between settings smaller than that are noise (every run: runs.csv)")
 
 
@@ -242,9 +239,8 @@ def compute_drift(results: pd.DataFrame, knee: int) -> list[str]:
     if knee not in timed.index or timed.index.max() <= knee:
         return []
     top = int(timed.index.max())
-    change = timed[top] / timed[knee] - 1
     return [f"loop compute per batch: {timed[knee]:.2f} ms at the knee, {timed[top]:.2f} ms at num_workers={top} "
-            f"({change:+.0%}: what the extra workers took from the loop)"]
+            f"({timed[top] / timed[knee] - 1:+.0%}: what the extra workers took from the loop)"]
 
 
 def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path: Path) -> Path:
@@ -294,12 +290,11 @@ def summarise(out_dir: Path, rows: list[dict], advice: int | None, advice_source
 
 def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did."""
-    command = list(args.command)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    advice, advice_source = advised_workers(args, command, out_dir)
+    advice, advice_source = advised_workers(args, args.command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
-    settings = settings_for(command, workers, out_dir, sweep_gpus(args), args.batches, args.repeats)
+    settings = settings_for(args.command, workers, out_dir, sweep_gpus(args), args.batches, args.repeats)
     results, text = summarise(out_dir, run_local(settings, out_dir / "runs.csv"), advice, advice_source)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")

@@ -85,8 +85,7 @@ class Trials:
         epoch = -(-((first or {}).get("dataset_length") or 0) // ((first or {}).get("batch_size") or 1))
         if first is None or (entry is not first and entry.get("shuffles") and not first.get("shuffles")
                              and self.own is None and first.get("batches", 0) < epoch):
-            self.entry, self.traced_batches = entry, 0
-            self.traced = dict(NO_TIME)
+            self.entry, self.traced_batches, self.traced = entry, 0, dict(NO_TIME)
         return entry is self.entry
 
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
@@ -141,8 +140,7 @@ class Trials:
         self.pin = bool(loader.pin_memory) and self.gpus > 0
         self.mask = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         self.threads = torch.get_num_threads()
-        cpus = len(self.mask) if self.mask else 1
-        self.settings = candidates(self.own, cpus, self.gpus, self.pin, self.asked)
+        self.settings = candidates(self.own, len(self.mask) if self.mask else 1, self.gpus, self.pin, self.asked)
         self.queue = [self.own]  # the baseline: does the loader hold the loop back?
 
     def next_setting(self) -> int | None:
