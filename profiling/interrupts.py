@@ -37,6 +37,14 @@ def install() -> None:
     signal.signal(signal.SIGINT, noted)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _term_as_ctrl_c)
+        os.register_at_fork(after_in_child=_term_as_default)
+
+
+def _term_as_default() -> None:
+    """A forked DataLoader worker dies of SIGTERM as it would unprofiled: torch terminates a worker that did not stop
+    in time, and one blocked in C would never run a Python handler (multiprocessing's exit then waits for it)."""
+    if signal.getsignal(signal.SIGTERM) is _term_as_ctrl_c:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _term_as_ctrl_c(signum: int, frame: Any) -> None:

@@ -362,6 +362,14 @@ def test_sigterm_exits_143_with_the_report_written_and_no_process_left(tmp_path,
     assert leftover.stdout == "", "a profiled process outlived `run`"
 
 
+def test_a_dataloader_worker_under_run_still_dies_of_sigterm(tmp_path, repo):
+    """`run` turns a SIGTERM into a Ctrl-C in the profiled process; its forked workers must keep the default: torch
+    terminates a worker that did not stop in time, and one blocked in C would never run a Python handler."""
+    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--",
+                  str(OWN / "worker_sigterm.py"), cwd=tmp_path)
+    assert done.returncode == 0 and "worker SIGTERM default: True" in done.stdout, done.stdout + done.stderr
+
+
 def test_sigusr1_sent_to_run_reaches_the_script_which_stops_as_it_would_plain(tmp_path, repo):
     """`--signal=B:USR1@90` with `trap 'kill -USR1 $PID' USR1`: the script's own handler finishes the epoch and exits 0
     (run's default action for SIGUSR1 was to die, exit 138, with no report)."""
