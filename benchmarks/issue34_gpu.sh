@@ -105,14 +105,17 @@ quick)
 overhead)  # OLD=DIR (a folder holding an earlier commit's profiling/) adds that version to every pass, side by side
     args=(benchmarks/styles/conv_default1.py --epochs 3 --samples "${SAMPLES:-20000}" --width "${WIDTH:-512}")
     root=$PWD out=$(realpath -m "$OUT")
+    stamp() { while IFS= read -r l; do printf '%s\n' "$l"; printf '%s %s\n' "$(date +%s.%N)" "$l" >> "$1"; done; }
     for pass in 1 2 3; do
         for how in plain profiled ${OLD:+old}; do
             start=$(date +%s.%N)
-            if [ $how = plain ]; then python3 "${args[@]}" > "$OUT/overhead-$how-$pass.log" 2>&1
+            echo "$start start" > "$OUT/overhead-$how-$pass.stamped"  # each line's arrival: start-up and exit apart
+            if [ $how = plain ]; then python3 "${args[@]}" 2>&1 | stamp "$OUT/overhead-$how-$pass.stamped" > "$OUT/overhead-$how-$pass.log"
             elif [ $how = old ]; then (cd "$OLD" && python3 -m profiling run --output-dir "$out/old-$pass" -- \
                      "$root/${args[0]}" "${args[@]:1}") > "$OUT/overhead-$how-$pass.log" 2>&1
                  rm -f "$OUT/old-$pass"/*.png "$OUT/old-$pass"/*.html "$OUT/old-$pass"/*.lprof
-            else python3 -m profiling run --output-dir "$OUT/overhead-$pass" -- "${args[@]}" > "$OUT/overhead-$how-$pass.log" 2>&1
+            else python3 -m profiling run --output-dir "$OUT/overhead-$pass" -- "${args[@]}" 2>&1 \
+                     | stamp "$OUT/overhead-$how-$pass.stamped" > "$OUT/overhead-$how-$pass.log"
                  rm -f "$OUT/overhead-$pass"/*.png "$OUT/overhead-$pass"/*.html "$OUT/overhead-$pass"/*.lprof; fi
             echo "$how pass $pass: $(awk "BEGIN{print $(date +%s.%N) - $start}") s" | tee -a "$OUT/overhead.txt"
         done
