@@ -146,7 +146,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         chosen, needed, basis = worker_cap, worker_cap, "estimate"
     return AdviceNumbers(**{
         **asdict(job), **measured, "num_workers": chosen,
-        "cpus_per_task": cpus_for_workers(chosen, facts.gpus, facts.pin_memory),
+        "cpus_per_task": max(cpus_for_workers(chosen, facts.gpus, facts.pin_memory),  # starved at every count:
+                             facts.cpus if capped and basis == "tried" else 0),   # never fewer CPUs than it had
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,

@@ -49,13 +49,10 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 
 
 def choose_workers(curve: LoaderCurve, worker_cap: int) -> CurveChoice | None:
-    """The fewest workers (<= worker_cap, 0 counted like any k) whose rate is at least FED_SHARE / hold, or whose
-    loop slept for batches under 1 / FED_SHARE - 1 of each held step (k >= 1, measured points), or within LEVEL of
-    where the curve settles from k up, once some k comes within LEVEL of that; then PACED_SLACK more when that is
-    one or more (within the cap: the slack is a rule, not a reading of the curve). When none within the cap is fed:
-    CPU-capped if the curve reaches the target above the cap or still rose at its last step (more CPUs would help),
-    else the loader cannot keep up and the advice is the fewest workers within FLAT of the best the cap allows. None
-    for a curve timed alone, or one short of the cap (fewer CPUs) and still rising: then only an estimate remains."""
+    """The fewest workers (<= worker_cap) that feed the held loop: a rate of FED_SHARE / hold or more, sleeps under
+    1 / FED_SHARE - 1 of a held step, or within LEVEL of where the curve settles; then PACED_SLACK more, within the cap.
+    None fed: CPU-capped where more CPUs would help, else the fewest within FLAT of the best. None for a curve timed
+    alone, or short of the cap and still rising (an estimate then). docs/profiling-model.md gives the rule in full."""
     if curve.hold_ms <= 0:
         return None
     target = FED_SHARE / (curve.hold_ms / 1e3)

@@ -114,10 +114,9 @@ def asleep_seconds() -> float | None:
 def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
                 max_batches: int = MAX_BATCHES, hold_s: float = 0.0) -> CurvePoint | None:
     """Batches per second with `workers` workers in steady state; None when too few batches come. With `hold_s`, each
-    batch is held that long (a late hold made up on the next): the rate such a loop gets, and how long the main
-    process slept for batches (`waited_s`), which tells a hand-over waiting for a CPU (no worker fixes it) from a
-    slow loader. Start-up is left out: the first batch and the k x prefetch_factor built meanwhile (counted, they put
-    14 workers up to 20 % above what they sustain on an H100); a loader too short for that is timed whole."""
+    batch is held that long (a late hold made up on the next): the rate such a loop gets, and the main process's sleeps
+    for batches (`waited_s`: a hand-over waiting for a CPU, or a slow loader). Start-up is left out (the first batch and
+    the k x prefetch_factor built meanwhile put 14 workers 20 % over their pace on an H100) unless it is short."""
     backlog = workers * (spec.prefetch_factor or 2) if workers > 0 else 0
     iterator = iter(spec.build(workers))
     stamps: list[float] = []

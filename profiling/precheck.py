@@ -123,14 +123,17 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
             f"package, pass --module NAME")
 
 
-def worker_flag(script: Path) -> str | None:
-    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls, else None."""
+def worker_flag(script: Path, args: list[str] = ()) -> str | None:
+    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls, else None. In a
+    script with subcommands run as `fit ...`, it is `fit ... --num-workers`: a subcommand's options go after it."""
     tree = parse_script(script)
-    for node in ast.walk(tree) if tree else ():
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
-                return max(options, key=lambda o: (o.startswith("--"), len(o)))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)] if tree else []
+    sub = args and args[0][:1] != "-" and any(c.func.attr == "add_subparsers" for c in calls)
+    after = f"{args[0]} ... " if sub else ""
+    for node in (c for c in calls if c.func.attr == "add_argument"):
+        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
+            return after + max(options, key=lambda o: (o.startswith("--"), len(o)))
     return None
 
 

@@ -135,7 +135,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     script = profiled_script(meta)
     if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
-        facts = replace(facts, workers_flag=worker_flag(script), kit_script=is_kit_script(script))
+        facts = replace(facts, workers_flag=worker_flag(script, meta["argv"][1:]), kit_script=is_kit_script(script))
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     phases = phase_summary(table, loop)

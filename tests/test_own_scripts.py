@@ -35,6 +35,7 @@ CASES = [
     ("loop_in_module.py", [], [], "train_one_epoch", 11, 0, None),  # its module found and profiled too
     ("torch_profiler_import.py", [], [], "train", 10, 1, None),  # the name `profile` is torch.profiler's
     ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
+    ("subcommands.py", [], ["fit", "--num-workers", "1"], "fit", 11, 1, "fit ... --num-workers"),  # after `fit`
     ("step_based.py", [], [], "train", 12, 1, None),
     ("loader_from_partial.py", [], [], "train", 30, 1, None),  # the edit names make_loader, what the line calls
     ("loader_subclass.py", [], [], "train", 37, 1, None),  # built and iterated through a subclass's own methods

@@ -548,6 +548,12 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
     said, numbers = fired(16, {"1": one, "14": {"steps": 200, "seconds": 200 * 0.0150, "wait_seconds": 200 * 3e-4}})
     assert numbers.num_workers == 14 and not numbers.capped and "capped_in_run" not in said
     assert "fewest_within" in said
+    # unseen h_1 with 0 workers on 2 CPUs: 0 and 1 worker waited 93 % or more, 0 within the tolerance. The advice kept
+    # 0 workers, but the CPUs it asks for are never fewer than the starved run had ("--cpus-per-task 1" said before)
+    none = {"steps": 43, "seconds": 43 * 0.04473, "wait_seconds": 43 * 0.0418}
+    said, numbers = fired(2, {"0": none, "1": {"steps": 37, "seconds": 37 * 0.0446, "wait_seconds": 37 * 0.0415}})
+    assert numbers.num_workers == 0 and numbers.capped and "capped_in_run" in said
+    assert numbers.cpus_per_task == 2, numbers.cpus_per_task
 
 
 def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_cpus(tmp_path, repo):
