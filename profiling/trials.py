@@ -213,9 +213,8 @@ class Trials:
 
     def loader_for(self, workers: int, loader: Any) -> Any:
         """The DataLoader of one count: the script's dataset and options, the shared feed. Only this count's workers
-        are alive, as in a job of its own: with every tried count's kept, a long H200 run of conv_default1 put 4, 6
-        and 8 workers 7-15 % behind 12, where separate processes put them 0-3 % behind the best, and one count
-        alive 0-5 % (docs/results/issue34-h200-08f6). A count that goes on after an epoch's end keeps its workers."""
+        live, as in a job of its own: with every count's kept, an H200 put 4-8 workers 7-15 % behind 12, separate
+        processes 0-3 % (docs/results/issue34-h200-08f6). A count going on past an epoch's end keeps its workers."""
         import torch
         from torch.utils.data import DataLoader
 

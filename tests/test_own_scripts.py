@@ -491,3 +491,21 @@ def test_a_step_in_a_function_of_its_own_shows_in_the_phases_of_the_loop_that_ca
     assert min(phases[p] for p in ("forward", "loss", "backward", "optimizer")) > 0, phases  # ... but its phases
     phase_of = report.lines.set_index("source")["phase"].rename(str.strip)
     assert phase_of["model = Net()"] == "other" and phase_of["output = model(batch)"] == "forward", phase_of
+
+
+def test_a_loss_method_that_runs_the_model_shows_in_the_forward_phase_too(tmp_path, repo):
+    """`loss = self.compute_loss(batch)` is named for a loss, but its own lines run the model first: the phase table
+    filed the whole call under `loss` and showed no forward pass (unseen h_1). It is shared out as its lines are."""
+    script = OWN / "loss_in_method.py"
+    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
+                  str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / "loss_in_method.lprof")
+    assert report.loop.function == "Trainer.fit", report.loop
+    phase_of = report.lines.set_index("source")["phase"].rename(str.strip)
+    assert phase_of["loss = self.compute_loss(batch)"] == "loss", phase_of  # the line itself, by its name
+    phases = report.phases.set_index("phase")["seconds"]
+    assert phases.sum() == pytest.approx(report.loop.wait_seconds + report.loop.compute_seconds)
+    lines = report.lines.set_index("source")["seconds"].rename(str.strip)
+    assert phases["forward"] > 0.3 * lines["loss = self.compute_loss(batch)"], phases  # the model's share of it
+    assert phases["loss"] > 0, phases
