@@ -69,8 +69,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     main_cpus = main_process_cpus(facts.gpus, facts.pin_memory)
     worker_cap = max(ceiling - main_cpus, 0)
     read_share = facts.read_share or 0.0
-    job = AdviceNumbers(
-        loop_found=loop is not None, cpus=facts.cpus, gpus=facts.gpus, current_workers=workers,
+    job = AdviceNumbers(loop_found=loop is not None, cpus=facts.cpus, gpus=facts.gpus, current_workers=workers,
         workers_known=facts.num_workers is not None, requested=facts.requested, cpu_ceiling=ceiling,
         main_cpus=main_cpus, worker_cap=worker_cap, pin_memory=facts.pin_memory,
         persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU",
@@ -144,8 +143,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         basis, capped, spare = "estimate", raw > chosen, raw <= chosen < needed
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
         chosen, needed, basis = worker_cap, worker_cap, "estimate"
-    return AdviceNumbers(**{
-        **asdict(job), **measured, "num_workers": chosen,
+    return AdviceNumbers(**{**asdict(job), **measured, "num_workers": chosen,
         "cpus_per_task": max(cpus_for_workers(chosen, facts.gpus, facts.pin_memory),  # starved at every count:
                              facts.cpus if capped and basis == "tried" else 0),   # never fewer CPUs than it had
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
@@ -360,7 +358,7 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known
     extras = ["persistent_workers=True"] if workers >= 1 and facts.persistent_workers is not True else []
     extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
-    edits = [f"{facts.workers_flag} {workers}"] if facts.workers_flag else []
+    edits = [f"{facts.workers_flag}{' ' * (facts.workers_flag[-1] != '=')}{workers}"] if facts.workers_flag else []
     if facts.kit_script:  # its own flags cover the rest (the notes' hints)
         return edits
     settings = ([f"num_workers={workers}"] if changed and not facts.workers_flag else []) + extras

@@ -313,8 +313,7 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
     if not whole:
         seconds = seconds.add(_through_calls(rows, table), fill_value=0.0).reindex(list(PHASES))
     total = float(seconds.sum())
-    return pd.DataFrame({
-        "phase": list(PHASES), "seconds": seconds.to_numpy(dtype=float),
+    return pd.DataFrame({"phase": list(PHASES), "seconds": seconds.to_numpy(dtype=float),
         "pct": (100.0 * seconds / total).to_numpy(dtype=float) if total > 0 else [0.0] * len(PHASES),
         "per_batch_ms": (1e3 * seconds / loop.batches).to_numpy(dtype=float) if not whole and loop.batches
         else [float("nan")] * len(PHASES)})

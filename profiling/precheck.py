@@ -7,6 +7,7 @@ would, by `profiling.phases`' rules, in the `@profile` functions (else every fun
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -124,17 +125,21 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
 
 
 def worker_flag(script: Path, args: list[str] = ()) -> str | None:
-    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls, else None. In a
-    script with subcommands run as `fit ...`, it is `fit ... --num-workers`: a subcommand's options go after it."""
+    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls; in a script with
+    subcommands run as `fit ...`, `fit ... --num-workers` (they go after it); else `export NUM_WORKERS=` where the
+    script reads one such variable from the environment (unseen h_2); else None."""
     tree = parse_script(script)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)] if tree else []
+    nodes = list(ast.walk(tree)) if tree else []
+    calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
     sub = args and args[0][:1] != "-" and any(c.func.attr == "add_subparsers" for c in calls)
     after = f"{args[0]} ... " if sub else ""
     for node in (c for c in calls if c.func.attr == "add_argument"):
         options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
             return after + max(options, key=lambda o: (o.startswith("--"), len(o)))
-    return None
+    env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
+    reads = any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") for n in nodes)
+    return f"export {env.pop()}=" if reads and len(env) == 1 else None
 
 
 def takes_metrics_json(script: Path) -> bool:

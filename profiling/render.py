@@ -160,8 +160,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "wait_per_batch_s": report.loop.wait_per_batch, "compute_per_batch_s": report.loop.compute_per_batch,
         "data_wait_fraction": report.loop.wait_fraction}
     advice = report.advice
-    return _plain({
-        "profile": report.lprof_path, "facts": asdict(report.facts), "loop": loop,
+    return _plain({"profile": report.lprof_path, "facts": asdict(report.facts), "loop": loop,
         "phases": report.phases.to_dict(orient="records"),
         "advice": {"num_workers": advice.num_workers, "cpus_per_task": advice.cpus_per_task,
                    "reasons": advice.reasons, "warnings": advice.warnings, "notes": advice.notes,

@@ -271,8 +271,7 @@ def write_outputs(directory: Path, results: pd.DataFrame, advice: int | None = N
     text = summary(results, knee, advice, advice_source)
     results.to_csv(directory / "sweep.csv", index=False)
     (directory / "sweep.txt").write_text(text, encoding="utf-8")
-    (directory / "sweep.json").write_text(json.dumps({
-        "knee": knee, "advice": advice, "advice_source": advice_source,
+    (directory / "sweep.json").write_text(json.dumps({"knee": knee, "advice": advice, "advice_source": advice_source,
         "results": json.loads(results.to_json(orient="records"))}, indent=2) + "\n", encoding="utf-8")
     plot_sweep(results, knee, advice, directory / "sweep.png")
     return text

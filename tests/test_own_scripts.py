@@ -36,6 +36,7 @@ CASES = [
     ("torch_profiler_import.py", [], [], "train", 10, 1, None),  # the name `profile` is torch.profiler's
     ("train_and_val.py", [], ["--workers", "1"], "main", 20, 1, "--workers"),
     ("subcommands.py", [], ["fit", "--num-workers", "1"], "fit", 11, 1, "fit ... --num-workers"),  # after `fit`
+    ("env_workers.py", [], [], "train", 13, 1, "export NUM_WORKERS="),  # set in the job script, read by the script
     ("step_based.py", [], [], "train", 12, 1, None),
     ("loader_from_partial.py", [], [], "train", 30, 1, None),  # the edit names make_loader, what the line calls
     ("loader_subclass.py", [], [], "train", 37, 1, None),  # built and iterated through a subclass's own methods
@@ -70,7 +71,8 @@ def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, fl
     assert advice.edits[0] == f"#SBATCH --cpus-per-task={advice.cpus_per_task}"
     for edit in advice.edits[1:]:  # the script's own flag, or its DataLoader's own line: nothing else
         call = CALLS.get(name, "DataLoader")
-        assert edit == f"{flag} {advice.num_workers}" or edit.startswith(f"{where}  {call}(..., "), edit
+        spaced = f"{flag} {advice.num_workers}" if flag and not flag.endswith("=") else f"{flag}{advice.num_workers}"
+        assert edit == spaced or edit.startswith(f"{where}  {call}(..., "), edit
     line_edits = [e for e in advice.edits if e.startswith(where)]
     if flag is None and advice.num_workers != workers:
         assert line_edits and f"num_workers={advice.num_workers}" in line_edits[0]
