@@ -317,8 +317,8 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "capped_in_run": "At every count tried on your {cpus} CPU(s), it waited {tried_wait_pct:.0f}% or more: "
-                     "profile again with more CPUs.",
+    "capped_in_run": "At every count tried on your {cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
+                     "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
                      "(or its noise, up to 5%).",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
@@ -355,7 +355,7 @@ LESSON_SCRIPT_HINTS: dict[str, str] = {
 def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     """The edits in the script's own terms: its worker flag, else its DataLoader's line; nothing it does already."""
     workers = numbers.num_workers or 0
-    changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known
+    changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known or facts.by_cpu_count
     extras = ["persistent_workers=True"] if workers >= 1 and facts.persistent_workers is not True else []
     extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
     edits = [f"{facts.workers_flag}{' ' * (facts.workers_flag[-1] != '=')}{workers}"] if facts.workers_flag else []
@@ -384,6 +384,7 @@ def advise(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None 
         return [rule.text(numbers, facts.kit_script) for rule in fired if rule.level == level]
 
     return Advice(num_workers=numbers.num_workers, cpus_per_task=numbers.cpus_per_task,
-                  reasons=texts("advice"), briefs=[rule.brief(numbers) for rule in fired if rule.level == "advice"],
+                  reasons=texts("advice"), briefs=[rule.brief(numbers) for rule in fired if rule.level == "advice"
+                                                   and not (rule.name == "waited_untraced" and numbers.capped)],
                   warnings=texts("warning"), notes=texts("note"), edits=edits,
                   fired_rules=[rule.name for rule in fired], numbers=numbers)

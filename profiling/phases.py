@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: `run` classifies the script before it sta
 
 LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch", re.IGNORECASE)
 MODEL_NAMES = re.compile(r"^(model|net|network|module|encoder|decoder|backbone|classifier)$"
-                         r"|_model$|^model_|_net$", re.IGNORECASE)
+                         r"|_model$|^model_|_net$|^net\w$", re.IGNORECASE)  # netG, netD: PyTorch's DCGAN
 LOSS_NAMES = re.compile(r"loss|criterion|cross_?entropy|nll|mse|bce|kl_div|hinge", re.IGNORECASE)
 OUTPUT_TARGETS = {"output", "outputs", "out", "logits", "pred", "preds", "prediction", "y_hat", "yhat"}
 SYNC_ATTRS = {"item", "tolist", "numpy", "cpu", "synchronize"}

@@ -142,6 +142,18 @@ def worker_flag(script: Path, args: list[str] = ()) -> str | None:
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
 
 
+def by_cpu_count(where: str, root: str = ".") -> bool:
+    """Does the call at `where` (file:line) set num_workers from `cpu_count()`, there or through a name assigned from
+    it? It counts the node's cores, not the job's: a 3-CPU job on a 64-core node would start 64 (unseen i_4)."""
+    file, _, line = where.rpartition(":")
+    nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
+    named = {t.id for n in nodes if isinstance(n, ast.Assign) and "cpu_count(" in ast.unparse(n.value)
+             for t in n.targets if isinstance(t, ast.Name)}
+    given = [k.value for n in nodes if isinstance(n, ast.Call) and getattr(n, "lineno", 0) == int(line or 0)
+             for k in n.keywords if k.arg == "num_workers"]
+    return any("cpu_count(" in ast.unparse(v) or isinstance(v, ast.Name) and v.id in named for v in given)
+
+
 def takes_metrics_json(script: Path) -> bool:
     """The kit's own scripts declare `--metrics-json`; any other (its imitations of others' styles too) is not."""
     try:

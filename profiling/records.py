@@ -51,6 +51,7 @@ class JobFacts:
     loader_built_by: str | None = None  # ... or the installed package that built it from that line (HF's Trainer)
     loader_call: str = "DataLoader"  # what that line calls: DataLoader, or a helper or functools.partial of it
     workers_flag: str | None = None  # the script's own option for workers (-j/--workers/--num-workers...)
+    by_cpu_count: bool = False      # the DataLoader's num_workers comes from cpu_count(): the node's, not the job's
     kit_script: bool = False        # one of this kit's scripts, whose own flags the hints may name
 
 

@@ -16,12 +16,13 @@ from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import takes_metrics_json, worker_flag
+from profiling.precheck import by_cpu_count, takes_metrics_json, worker_flag
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
 from profiling.table import line_table, read_sources
+from profiling.turns import LOADER_BOUND
 
 CUDA_CAVEAT = ("CUDA caveat: line_profiler charges asynchronous GPU work to the line that waits for it (often "
                "`.to(device)`, `.item()` or `loss.backward()`), not to the line that launched it, so the compute "
@@ -94,6 +95,13 @@ def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, s
     notes = [f"the DataLoader at {at} was built {built} times: its workers started anew each time and no worker count "
              "could be tried in it. Build it once, before the epoch loop"] if built > 1 and status not in (
         "tried", "compute-bound") else []
+    notes += [f"the DataLoader at {at} was built {built} times (a fold or a stage each, say): worker counts were tried "
+              "in the first only"] if built > 1 and status == "tried" else []
+    notes += list(dict.fromkeys(  # a second stage's training loop, which the advice does not cover
+        f"the loop at {e['iterated_at']} waited {100 * e['loop_wait_seconds'] / e['loop_seconds']:.0f}% of each step "
+        f"for the DataLoader at {e['built_at']}: nothing was tried or edited there; profile that part alone"
+        for e in loaders if e.get("built_at") != at and e.get("iterated_at") != (loader or {}).get("iterated_at")
+        and e.get("shuffles") and e.get("loop_seconds") and e["loop_wait_seconds"] >= LOADER_BOUND * e["loop_seconds"]))
     zipped = [e["built_at"] for e in loaders if loader and e.get("iterated_at") == loader.get("iterated_at") and
               e.get("built_at") != at and abs(e["batches"] - loader["batches"]) <= e["epochs"]]
     notes += [f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} (zipped): "
@@ -135,7 +143,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     script = profiled_script(meta)
     if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
-        facts = replace(facts, workers_flag=worker_flag(script, meta["argv"][1:]), kit_script=is_kit_script(script))
+        facts = replace(facts, workers_flag=worker_flag(script, meta["argv"][1:]), kit_script=is_kit_script(script),
+                        by_cpu_count=bool(facts.loader_at) and by_cpu_count(facts.loader_at, meta.get("cwd") or "."))
+    notes += [f"the DataLoader at {facts.loader_at} takes num_workers from cpu_count(), which counts the node's cores, "
+              "not the job's: the edit sets the count itself"] if facts.by_cpu_count else []
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     phases = phase_summary(table, loop)

@@ -16,10 +16,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from profiling.advice import script_edits
 from profiling.precheck import loop_module, unreachable_loop
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
@@ -493,6 +495,23 @@ def test_a_step_in_a_function_of_its_own_shows_in_the_phases_of_the_loop_that_ca
     assert min(phases[p] for p in ("forward", "loss", "backward", "optimizer")) > 0, phases  # ... but its phases
     phase_of = report.lines.set_index("source")["phase"].rename(str.strip)
     assert phase_of["model = Net()"] == "other" and phase_of["output = model(batch)"] == "forward", phase_of
+
+
+def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_stays(tmp_path, repo):
+    """`num_workers=min(1, os.cpu_count())` counts the node's cores, not the job's. The edit left it in place where
+    the advice kept the run's count (unseen i_4): under Slurm the script would start a worker per core of the node."""
+    script = OWN / "cpu_count_workers.py"
+    done = dlprof(repo, "run", "--try-workers", "1", "--formats", "text", "--output-dir", str(tmp_path), "--",
+                  str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / "cpu_count_workers.lprof")
+    assert report.facts.by_cpu_count and report.facts.workers_flag is None
+    where = f"{script}:{line_of(script, 'loader = DataLoader(')}"
+    assert f"{where}  DataLoader(..., num_workers={report.advice.num_workers}" in report.advice.edits[1], report.advice
+    assert any("takes num_workers from cpu_count()" in note for note in report.notes), report.notes
+    kept = replace(report.advice.numbers, num_workers=1, current_workers=1, workers_known=True)  # the count stays
+    assert f"{where}  DataLoader(..., num_workers=1" in script_edits(kept, report.facts)[0]
+    assert not any("num_workers" in e for e in script_edits(kept, replace(report.facts, by_cpu_count=False)))
 
 
 def test_a_loss_method_that_runs_the_model_shows_in_the_forward_phase_too(tmp_path, repo):

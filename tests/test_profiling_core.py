@@ -107,6 +107,9 @@ def test_phases_of_the_classic_training_loop():
     # logging and synchronising calls; one statement over several lines gets one phase
     ("for b in batches:\n    logger.info('loss %f',\n                b.item())\n    x = b.cuda()",
      {2: "data_wait", 3: "logging_sync", 4: "logging_sync", 5: "host_to_device"}),
+    # PyTorch's DCGAN names its models netG and netD (unseen i_3: no forward row before)
+    ("for real, _ in loader:\n    fake = netG(noise)\n    out = netD(fake.detach())\n    opt.step()",
+     {2: "data_wait", 3: "forward", 4: "forward", 5: "optimizer"}),
 ])
 def test_phases_from_the_ast(snippet, expected):
     source = "def f(model, data, opt):\n" + textwrap.indent(snippet, "    ") + "\n"
@@ -530,5 +533,16 @@ def test_loader_notes_name_each_other_loader_once_and_only_when_it_costs():
     again = [train, {**train, "epochs": 1}]
     assert loader_notes([train, shorter], train, "tried") == []
     assert "was built 2 times" in loader_notes(again, train, "traced only")[0]
-    assert loader_notes(again, train, "tried") == [] and loader_notes([val], None, None)[0].startswith(
-        "the DataLoader at t.py:12 started")
+    assert loader_notes([val], None, None)[0].startswith("the DataLoader at t.py:12 started")
+    # k folds, each its own loader from one line (unseen i_1): tried in the first only, and said so
+    assert loader_notes(again, train, "tried") == [
+        "the DataLoader at t.py:10 was built 2 times (a fold or a stage each, say): worker counts were tried in the "
+        "first only"]
+    # a second stage's training loop (unseen i_2), which waited 87 % of its steps: named once, as nothing covers it
+    stage = {"built_at": "t.py:40", "iterated_at": "t.py:45", "batches": 240, "epochs": 3, "num_workers": 1,
+             "persistent_workers": True, "shuffles": True, "loop_seconds": 7.39, "loop_wait_seconds": 6.44}
+    said = loader_notes([train, stage, dict(stage)], train, "tried")
+    assert said == ["the loop at t.py:45 waited 87% of each step for the DataLoader at t.py:40: nothing was tried or "
+                    "edited there; profile that part alone"], said
+    assert loader_notes([train, {**stage, "loop_wait_seconds": 0.2}], train, "tried") == []  # 3 %: it kept up
+    assert loader_notes([train, {**stage, "shuffles": False}], train, "tried") == []  # validation, say

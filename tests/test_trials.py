@@ -554,6 +554,12 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
     said, numbers = fired(2, {"0": none, "1": {"steps": 37, "seconds": 37 * 0.0446, "wait_seconds": 37 * 0.0415}})
     assert numbers.num_workers == 0 and numbers.capped and "capped_in_run" in said
     assert numbers.cpus_per_task == 2, numbers.cpus_per_task
+    # the terminal's three "Why" lines keep the one that says why the slower count was advised (unseen i_2): the
+    # capped line says the wait at every count, so the run's own count's wait gives way
+    why = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
+        "status": "tried", "own_workers": 1, "rounds": 1, "settings": {"0": none, "1": {
+            "steps": 37, "seconds": 37 * 0.0446, "wait_seconds": 37 * 0.0415}}}).briefs
+    assert len(why) == 3 and "fewest workers within" in why[2] and "waited 93% of each step or more" in why[1], why
 
 
 def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_cpus(tmp_path, repo):
@@ -572,7 +578,7 @@ def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_
     numbers = build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers
     assert numbers.basis == "tried" and set(numbers.tried) == {0, 1} and numbers.cpus == 2 and numbers.capped
     why = done.stdout.split("Why:")[1].split("(the curve")[0]
-    assert "At every count tried on your 2 CPU(s), it waited" in why and "profile again with more CPUs" in why, why
+    assert "At every count tried on your 2 CPU(s), your loop waited" in why and "profile again with more CPUs" in why, why
 
 
 def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_traced_part():
