@@ -163,8 +163,7 @@ class Capture:
         def __next__(self: Any) -> Any:
             asked = time.perf_counter()
             item = interrupts.guarded(advance, self)
-            entry = getattr(self, "_dlprof_entry", None)
-            if entry is not None:
+            if (entry := getattr(self, "_dlprof_entry", None)) is not None:
                 capture.batch(entry, self, asked)
             return item
 

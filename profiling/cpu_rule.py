@@ -63,9 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n < 0 or args.gpus < 0:
         parser.exit(2, f"cpu_rule: error: expected numbers >= 0, got {args.n} and --gpus {args.gpus}\n")
-    pin = False if args.no_pin_memory else None
     rule = workers_for_cpus if args.what == "workers" else cpus_for_workers
-    print(rule(args.n, args.gpus, pin))
+    print(rule(args.n, args.gpus, False if args.no_pin_memory else None))
     return 0
 
 

@@ -114,16 +114,14 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
 
     def pick(label: str, *candidates: tuple[Any, str]) -> Any:
         for value, source in candidates:
-            value = _int(value)
-            if value is not None:
+            if (number := _int(value)) is not None:
                 said.append(f"{label} from {source}")
-                return value
+                return number
         return None
 
-    env_cpus, env_cpus_from = cpus_from_env(environment.env, environment.affinity)
-    env_gpus, env_gpus_from = gpus_from_env(environment.env)
-    cpus = pick("CPUs", (cpus, "--cpus"), (meta.get("cpus"), "the run's metadata"), (env_cpus, env_cpus_from))
-    gpus = pick("GPUs", (gpus, "--gpus"), (meta.get("gpus"), "the run's metadata"), (env_gpus, env_gpus_from),
+    cpus = pick("CPUs", (cpus, "--cpus"), (meta.get("cpus"), "the run's metadata"),
+                cpus_from_env(environment.env, environment.affinity))  # (value, source), as the others
+    gpus = pick("GPUs", (gpus, "--gpus"), (meta.get("gpus"), "the run's metadata"), gpus_from_env(environment.env),
                 (environment.nvml_gpus, "the NVIDIA driver"))
     num_workers = pick("num_workers", (num_workers, "--num-workers"),
                        (loader.get("num_workers"), f"the script's DataLoader ({built_at})"),
@@ -131,18 +129,14 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     cores_per_gpu = pick("cores per GPU", (cores_per_gpu, "--cores-per-gpu"),
                          (meta.get("cores_per_gpu"), "the run's metadata"),
                          (cores_per_gpu_of(environment.node_text), "scontrol show node"))
-    if cpus is None:
-        cpus = 1
-        said.append("CPUs unknown, assumed 1")
-    if gpus is None:
-        gpus = 0
-        said.append("no GPU found (assumed a CPU-only run; use --gpus N)")
+    said += ["CPUs unknown, assumed 1"] if cpus is None else []  # (then 1 CPU and 0 GPUs, below)
+    said += ["no GPU found (assumed a CPU-only run; use --gpus N)"] if gpus is None else []
     in_job = bool(environment.env.get("SLURM_JOB_ID") or (meta.get("slurm") or {}).get("SLURM_JOB_ID"))
     requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
     argv = [str(a) for a in meta.get("argv", [])]  # the profiled run's own arguments, recorded by `run`
     split = meta.get("io_split") or {}  # the workers' read/decode split (`python -m small_files split`)
     pin_memory, persistent = loader.get("pin_memory"), loader.get("persistent_workers")
-    return JobFacts(cpus=max(cpus, 1), gpus=gpus, num_workers=num_workers,
+    return JobFacts(cpus=max(cpus or 1, 1), gpus=gpus or 0, num_workers=num_workers,
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
                     pin_memory=pin_memory if isinstance(pin_memory, bool)
                     else switch(argv, "--pin-memory", "--no-pin-memory"),

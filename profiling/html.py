@@ -55,12 +55,10 @@ def _advice_section(report: Report) -> str:
              f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>"]
     parts += [f"<h3>{title}</h3>" + _list(items) for title, items in (("Why", advice.reasons),
               ("Warnings", advice.warnings), ("Also", advice.notes)) if items]
-    if advice.edits:
-        parts.append("<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>")
+    parts += ["<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>"] if advice.edits else []
     if advice.fired_rules:
         parts.append("<p><small>Rules that fired: " + _esc(", ".join(advice.fired_rules)) + "</small></p>")
-    parts.append("</section>")
-    return "".join(parts)
+    return "".join(parts) + "</section>"
 
 
 def _meta_section(report: Report) -> str:
@@ -83,8 +81,7 @@ def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
     """The whole report as one HTML document (a string); plots are embedded, not linked."""
     title = f"Profile report: {Path(report.lprof_path).name}"
     body = [f"<h1>{_esc(title)}</h1>", _meta_section(report), _advice_section(report)]
-    if report.notes:
-        body.append("<section class='notes'><h2>Notes</h2>" + _list(report.notes) + "</section>")
+    body += ["<section class='notes'><h2>Notes</h2>" + _list(report.notes) + "</section>"] if report.notes else []
     body.append("<h2>Phases</h2>" + _table(report.phases, "phases"))
     plots = [Path(p) for p in plot_paths]
     if plots:

@@ -132,9 +132,7 @@ def time_loader(spec: LoaderSpec, workers: int, seconds: float = SECONDS,
             if hold_s > 0:
                 late = hold(max(hold_s - late, 0.0))
     finally:
-        shutdown = getattr(iterator, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        getattr(iterator, "_shutdown_workers", lambda: None)()
         del iterator
     start = backlog if len(stamps) - 1 - backlog >= 2 else 0
     count, elapsed = len(stamps) - 1 - start, (stamps[-1] - stamps[start]) if stamps else 0.0
@@ -155,8 +153,7 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
         for k in workers:
             if mask is not None:  # the workers fork from here, so they inherit the share
                 hold_process(first_cpus(cpus_for_workers(k, gpus, spec.pin_memory), mask))
-            point = time_loader(spec, k, seconds, max_batches, hold_s)
-            if point is not None:
+            if (point := time_loader(spec, k, seconds, max_batches, hold_s)) is not None:
                 points.append(point)
                 print(f"loader curve: num_workers={k}: {point.batches_per_s:.1f} batches/s "
                       f"({point.batches} batches in {point.seconds:.2f} s)", file=sys.stderr, flush=True)

@@ -54,8 +54,7 @@ def load_lprof(path: str | Path) -> LineProfile:
     if path.is_dir():
         raise ProfileError(f"{path}: is a directory, not a .lprof file")
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
+        if (size := path.stat().st_size) > MAX_BYTES:
             raise ProfileError(f"{path}: {size} bytes is too large to be a line profile")
         data = path.read_bytes()
     except OSError as err:

@@ -289,9 +289,8 @@ def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
 def set_up_as_other(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame:
     """Lines outside the training loop that ran no more often than its function was entered (set-up, per-epoch work)
     are no phase of a step: in the line table `model = Net().to(device)` read as `forward` (unseen scripts)."""
-    if loop is None or not loop.function or loop.batches <= (loop.entries or 1):
+    if loop is None or not loop.function or loop.batches <= (entries := loop.entries or 1):
         return table
-    entries = loop.entries or 1
     return table.assign(phase=table["phase"].where(_in_loop(table, loop) | (table["hits"] > entries), "other"))
 
 

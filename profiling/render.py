@@ -105,12 +105,10 @@ def render_text(report: Report) -> str:
     if report.advice.edits:
         out += ["  Exact edits (job script, then training script):"] + [f"    {e}" for e in report.advice.edits]
     out += ["  Why:"] + [f"  - {r}" for r in (report.advice.briefs or report.advice.reasons)[:TEXT_WHY]]
-    if report.advice.warnings:
-        out += ["  Warnings:"] + [f"  - {r}" for r in report.advice.warnings]
+    out += ["  Warnings:"] + [f"  - {r}" for r in report.advice.warnings] if report.advice.warnings else []
     if len(report.advice.reasons) > TEXT_WHY or report.advice.notes or report.curve is not None:
         out += ["  (the curve, the other reasons and notes: the md, html and json formats of this report)"]
-    if report.notes:
-        out += ["", "Notes:"] + [f"  - {n}" for n in report.notes]
+    out += ["", "Notes:"] + [f"  - {n}" for n in report.notes] if report.notes else []
     out += ["", f"Slowest lines (of {len(report.lines)}):"] + _text_table(LINE_HEADER, _line_rows(report))
     return "\n".join(out)
 
@@ -134,8 +132,7 @@ def render_markdown(report: Report) -> str:
         if items:
             out += ["", f"**{title}:**", ""] + [f"- {r}" for r in items]
     out += ["", "## Phases", ""] + _md_table(PHASE_HEADER, _phase_rows(report))
-    if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes] if report.notes else []
     rows = [[c if i != 6 else f"`{c}`" if c else "" for i, c in enumerate(row)] for row in _line_rows(report)]
     out += ["", f"## Slowest lines (of {len(report.lines)})", ""] + _md_table(LINE_HEADER, rows)
     return "\n".join(out) + "\n"

@@ -141,8 +141,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     if curve is not None and curve.hold_ms <= 0:
         notes.append("the loader curve was timed alone (each batch taken at once): shown, not advised from; "
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
-    script = profiled_script(meta)
-    if script is not None:  # the edits speak the script's own terms: its flag, or its DataLoader's line
+    if (script := profiled_script(meta)) is not None:  # the edits in its terms: its flag, or its DataLoader's line
         facts = replace(facts, workers_flag=worker_flag(script, meta["argv"][1:]), kit_script=is_kit_script(script),
                         by_cpu_count=bool(facts.loader_at) and by_cpu_count(facts.loader_at, meta.get("cwd") or "."))
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from cpu_count(), which counts the node's cores, "
@@ -179,8 +178,7 @@ def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterab
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     formats = list(dict.fromkeys(formats))
-    unknown = [f for f in formats if f not in SUFFIXES]
-    if unknown:
+    if unknown := [f for f in formats if f not in SUFFIXES]:
         raise ProfileError(f"unknown report format(s): {', '.join(unknown)}")
     plot_paths: list[Path] = []
     try:

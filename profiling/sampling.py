@@ -31,8 +31,7 @@ def _proc_stat(pid: int) -> tuple[int, float, int] | None:
         return None
     fields = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces or parentheses: split after its ')'
     # utime, stime, cutime, cstime: the last two hold children already reaped (workers that exited after an epoch).
-    cpu_s = sum(int(x) for x in fields[11:15]) / _TICKS
-    return int(fields[1]), cpu_s, rss_pages * _PAGE_MIB
+    return int(fields[1]), sum(int(x) for x in fields[11:15]) / _TICKS, rss_pages * _PAGE_MIB
 
 
 def process_tree_usage(root: int) -> tuple[float, float]:

@@ -95,8 +95,7 @@ def loop_times(path: Path) -> tuple[float, float]:
     if not seconds or not batch or not len(seconds) == len(waits) == len(images):
         return math.nan, math.nan
     warm = slice(1, None) if steady_epochs(seconds, images)[0] else slice(None)
-    steps = sum(math.ceil(int(n) / int(batch)) for n in images[warm])
-    if steps == 0:
+    if (steps := sum(math.ceil(int(n) / int(batch)) for n in images[warm])) == 0:
         return math.nan, math.nan
     return 1e3 * (sum(seconds[warm]) - sum(waits[warm])) / steps, 1e3 * sum(waits[warm]) / steps
 
@@ -217,10 +216,9 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
         lines.append("knee: none (no setting produced a throughput)")
         return "\n".join(lines) + "\n"
     best_w = int(shown.loc[shown["images_per_sec"].idxmax(), "workers"])
-    lines.append(f"best: num_workers={best_w} at {best:.1f} images/s")
     knee_cpus = int(shown.loc[shown["workers"] == knee, "cpus"].iloc[0])
-    lines.append(f"knee: num_workers={knee} (the fewest workers within {KNEE_TOLERANCE:.0%} of the best), "
-                 f"run with --cpus-per-task={knee_cpus}")
+    lines += [f"best: num_workers={best_w} at {best:.1f} images/s", f"knee: num_workers={knee} (the fewest workers "
+              f"within {KNEE_TOLERANCE:.0%} of the best), run with --cpus-per-task={knee_cpus}"]
     if advice is None:
         lines.append(advice_source if advice_source.startswith("no advice") else "model advice: none given")
     else:

@@ -29,8 +29,7 @@ def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, 
     sources: Sources = {}
     notes: list[str] = []
     for filename in sorted({key[0] for key in profile.timings}):
-        path = resolve_source(filename, roots)
-        if path is None:
+        if (path := resolve_source(filename, roots)) is None:
             sources[filename] = None
             if not filename.startswith("<"):  # `<string>`, `<frozen os>`: code that has no file, and no note
                 where = ", ".join(str(r) for r in roots) or "the current directory"
@@ -58,6 +57,5 @@ def line_table(profile: LineProfile, sources: Sources) -> pd.DataFrame:
                          "pct_of_function": 100.0 * ticks / total_ticks if total_ticks else 0.0,
                          "source": text[line - 1].rstrip() if text is not None and 0 < line <= len(text) else "",
                          "phase": "other"})
-    table = pd.DataFrame(rows, columns=list(LINE_COLUMNS))
-    return table.astype({"line": "int64", "hits": "int64", "seconds": "float64",
-                         "ms_per_hit": "float64", "pct_of_function": "float64"})
+    return pd.DataFrame(rows, columns=list(LINE_COLUMNS)).astype(
+        {"line": "int64", "hits": "int64", "seconds": "float64", "ms_per_hit": "float64", "pct_of_function": "float64"})
