@@ -146,10 +146,12 @@ def by_cpu_count(where: str, root: str = ".") -> bool:
     """Does the call at `where` (file:line) set num_workers from `cpu_count()`, there or through a name assigned from
     it? It counts the node's cores, not the job's: a 3-CPU job on a 64-core node would start 64 (unseen i_4)."""
     file, _, line = where.rpartition(":")
+    if not line.isdigit():  # capture's "?" where it could not tell
+        return False
     nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
     named = {t.id for n in nodes if isinstance(n, ast.Assign) and "cpu_count(" in ast.unparse(n.value)
              for t in n.targets if isinstance(t, ast.Name)}
-    given = [k.value for n in nodes if isinstance(n, ast.Call) and getattr(n, "lineno", 0) == int(line or 0)
+    given = [k.value for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)
              for k in n.keywords if k.arg == "num_workers"]
     return any("cpu_count(" in ast.unparse(v) or isinstance(v, ast.Name) and v.id in named for v in given)
 

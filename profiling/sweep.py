@@ -217,8 +217,9 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
         return "\n".join(lines) + "\n"
     best_w = int(shown.loc[shown["images_per_sec"].idxmax(), "workers"])
     knee_cpus = int(shown.loc[shown["workers"] == knee, "cpus"].iloc[0])
-    lines += [f"best: num_workers={best_w} at {best:.1f} images/s", f"knee: num_workers={knee} (the fewest workers "
-              f"within {KNEE_TOLERANCE:.0%} of the best), run with --cpus-per-task={knee_cpus}"]
+    lines.append(f"best: num_workers={best_w} at {best:.1f} images/s")
+    lines.append(f"knee: num_workers={knee} (the fewest workers within {KNEE_TOLERANCE:.0%} of the best), "
+                 f"run with --cpus-per-task={knee_cpus}")
     if advice is None:
         lines.append(advice_source if advice_source.startswith("no advice") else "model advice: none given")
     else:

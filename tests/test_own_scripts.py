@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from profiling.advice import script_edits
-from profiling.precheck import loop_module, unreachable_loop
+from profiling.precheck import by_cpu_count, loop_module, unreachable_loop
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
@@ -506,6 +506,7 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     assert done.returncode == 0, done.stderr
     report = build_report(tmp_path / "cpu_count_workers.lprof")
     assert report.facts.by_cpu_count and report.facts.workers_flag is None
+    assert not by_cpu_count("?") and not by_cpu_count(f"{script}:1")  # capture's unknown line; a line with no call
     where = f"{script}:{line_of(script, 'loader = DataLoader(')}"
     assert f"{where}  DataLoader(..., num_workers={report.advice.num_workers}" in report.advice.edits[1], report.advice
     assert any("takes num_workers from cpu_count()" in note for note in report.notes), report.notes
