@@ -363,7 +363,8 @@ def test_sigterm_exits_143_with_the_report_written_and_no_process_left(tmp_path,
     assert wrapper.returncode == 143, err
     assert "stopped by SIGTERM" in err and "Traceback" not in err, err
     assert (tmp_path / "loader_in_helper.report.txt").is_file() and "Training loop:" in out
-    leftover = subprocess.run(["pgrep", "-f", str(OWN / "loader_in_helper.py")], capture_output=True, text=True)
+    # this run's own session only: other tests run the same script beside it (pytest -n 2)
+    leftover = subprocess.run(["pgrep", "-s", str(wrapper.pid)], capture_output=True, text=True)
     assert leftover.stdout == "", "a profiled process outlived `run`"
 
 
