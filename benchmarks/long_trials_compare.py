@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rotation_judge import judge  # noqa: E402
 
-from profiling.turns import fewest_within, turn_means, turn_noise  # noqa: E402
+from profiling.turns import fewest_within, turn_means  # noqa: E402
 
 
 def trials_curve(path: Path, draws: int = 2000) -> tuple[pd.DataFrame, int]:
@@ -26,7 +26,7 @@ def trials_curve(path: Path, draws: int = 2000) -> tuple[pd.DataFrame, int]:
     record = json.loads(path.read_text())["trials"]
     turns = turn_means(record["segments"])
     mean = {k: float(np.mean(m)) for k, m in turns.items()}
-    advice = fewest_within(mean, noise=turn_noise(turns))
+    advice = fewest_within(mean)
     best = min(mean, key=mean.get)
     rng, again = np.random.default_rng(0), {k: [] for k in turns}
     for _ in range(draws):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
-from profiling.turns import (HANDOFF_MS, LIMIT, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
+from profiling.turns import (HANDOFF_MS, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
                              measured_steps, step_noise, turn_means)
 
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
@@ -100,7 +100,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         loader_bound = False  # the curve measured that the main process alone keeps up
     if steps:
         noise = step_noise(trials)
-        chosen = needed = fewest_within(steps, noise=noise)
+        chosen = needed = fewest_within(steps)
         # (profiling.trials.held_slower); without the traced part's steps there is no compute to compare
         needs_cpus = bool(trials.get("squeezed")) and not above_threshold and bool(traced.get("steps"))
         basis, loader_bound = "tried", not needs_cpus
@@ -182,11 +182,10 @@ RULES: tuple[Rule, ...] = (
          "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
          "profile again."),
     Rule("fewest_within", "advice", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
-         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured, or "
-         "closer to it than the measurement's own noise (one standard error of the two means) and within 5%; "
-         "each count was timed untraced in turns of your own loop, warm-up batches left out."),
+         "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured; each "
+         "count was timed untraced in turns of your own loop, warm-up batches left out."),
     Rule("not_sure", "note", lambda n: n.basis == "tried" and n.behind_pct is not None and n.behind_noise_pct
-         is not None and n.behind_pct > 0 and abs(n.behind_pct - 100 * LIMIT) < n.behind_noise_pct,
+         is not None and n.behind_pct > 0 and abs(n.behind_pct - 100 * TOLERANCE) < n.behind_noise_pct,
          "How sure: {behind_workers} worker(s) were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
          "epochs give each count more turns and a surer answer."),
@@ -319,8 +318,7 @@ BRIEF: dict[str, str] = {
                        "on {cpus}: it needs CPUs.",
     "capped_in_run": "At every count tried on your {cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
                      "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
-    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest "
-                     "(or its noise, up to 5%).",
+    "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
     "many_small_files": "The workers mostly open and read small files ({read_pct:.0f}% of their time): "
                         "group them into shards or stage them.",

@@ -5,7 +5,6 @@ ones the model would not produce, and over real model outputs (`model_numbers` o
 """
 from __future__ import annotations
 
-import math
 import re
 
 from hypothesis import given, settings
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 
 from profiling.advice import RULES, model_numbers
 from profiling.records import AdviceNumbers, CurvePoint, JobFacts, LoaderCurve, LoopSummary
-from profiling.turns import LIMIT, LOADER_BOUND
+from profiling.turns import LOADER_BOUND
 
 small = st.integers(min_value=0, max_value=40)
 # 0, or at least a microsecond: a subnormal compute time overflows ceil(produce / compute) (left to the model)
@@ -52,13 +51,9 @@ def check(numbers: AdviceNumbers) -> None:
         steps = numbers.tried
         assert numbers.num_workers in steps and "compute_bound" not in fired
         assert ("The loader is the bottleneck" in text) != ("step_needs_cpus" in fired)  # one reason, never both
-        fastest, noise = min(steps, key=steps.get), numbers.tried_noise or {}
-
-        def allowed(k):  # within the tolerance of the fastest, or of its noise, never past LIMIT
-            spread = math.hypot(noise.get(k, 0), noise.get(fastest, 0))
-            return min((1 + numbers.tolerance_pct / 100) * steps[fastest] + spread, (1 + LIMIT) * steps[fastest])
-        assert steps[numbers.num_workers] <= allowed(numbers.num_workers)
-        assert all(steps[k] > allowed(k) for k in steps if k < numbers.num_workers)
+        line = (1 + numbers.tolerance_pct / 100) * min(steps.values())  # within the stated tolerance of the fastest
+        assert numbers.tolerance_pct == 5 and steps[numbers.num_workers] <= line  # the goal's own line, no wider
+        assert all(steps[k] > line for k in steps if k < numbers.num_workers)
     if "capped_in_run" in fired:  # more CPUs asked for only where the loop waited at the most workers they hold
         assert numbers.loader_bound and max(numbers.tried) >= numbers.cpus - numbers.main_cpus
         assert numbers.tried_wait_pct >= 5
