@@ -354,12 +354,17 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     """The edits in the script's own terms: its worker flag, else its DataLoader's line; nothing it does already."""
     workers = numbers.num_workers or 0
     changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known or facts.by_cpu_count
-    extras = ["persistent_workers=True"] if workers >= 1 and facts.persistent_workers is not True else []
+    elsewhere = facts.workers_flag or facts.workers_set_at  # the count is set there, not on the DataLoader's line
+    kept = facts.workers_given if elsewhere and not facts.by_cpu_count else None
+    # a count the user sets elsewhere may be set to 0 later, which persistent_workers=True would make an error
+    extras = [f"persistent_workers={kept} > 0" if kept else "persistent_workers=True"] \
+        if workers >= 1 and facts.persistent_workers is not True else []
     extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
     edits = [f"{facts.workers_flag}{' ' * (facts.workers_flag[-1] != '=')}{workers}"] if facts.workers_flag else []
+    edits += [facts.workers_set_at.replace("{n}", str(workers))] if facts.workers_set_at and changed else []
     if facts.kit_script:  # its own flags cover the rest (the notes' hints)
         return edits
-    settings = ([f"num_workers={workers}"] if changed and not facts.workers_flag else []) + extras
+    settings = ([f"num_workers={workers}"] if changed and not elsewhere else []) + extras
     where, by = f"{facts.loader_at}  " if facts.loader_at else "the script's ", facts.loader_built_by
     if settings and by == "transformers":  # Hugging Face's Trainer builds it from TrainingArguments' dataloader_*
         edits.append(f"{where}the Trainer's TrainingArguments(..., {', '.join('dataloader_' + s for s in settings)})")

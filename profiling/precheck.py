@@ -7,6 +7,7 @@ would, by `profiling.phases`' rules, in the `@profile` functions (else every fun
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -124,36 +125,58 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
             f"package, pass --module NAME")
 
 
-def worker_flag(script: Path, args: list[str] = ()) -> str | None:
-    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls; in a script with
-    subcommands run as `fit ...`, `fit ... --num-workers` (they go after it); else `export NUM_WORKERS=` where the
-    script reads one such variable from the environment (unseen h_2); else None."""
+def worker_flag(script: Path, args: list[str] = (), given: str | None = None) -> str | None:
+    """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls: the first, or
+    the one whose dest the DataLoader is `given` (unseen j_5); in a script with subcommands run as `fit ...`,
+    `fit ... --num-workers` (they go after it); else `export NUM_WORKERS=` where the script reads one such variable
+    from the environment (unseen h_2); else None."""
     tree = parse_script(script)
     nodes = list(ast.walk(tree)) if tree else []
     calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
     sub = args and args[0][:1] != "-" and any(c.func.attr == "add_subparsers" for c in calls)
-    after = f"{args[0]} ... " if sub else ""
+    flags = []
     for node in (c for c in calls if c.func.attr == "add_argument"):
         options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
-            return after + max(options, key=lambda o: (o.startswith("--"), len(o)))
+            flag = max(options, key=lambda o: (o.startswith("--"), len(o)))
+            dest = next((k.value.value for k in node.keywords if k.arg == "dest"), flag.lstrip("-").replace("-", "_"))
+            flags.append((f"{given}".endswith(f".{dest}"), (f"{args[0]} ... " if sub else "") + flag))
+    if flags:
+        return max(flags, key=lambda f: f[0])[1]  # max keeps the first of equals
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
     reads = any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") for n in nodes)
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
 
 
-def by_cpu_count(where: str, root: str = ".") -> bool:
-    """Does the call at `where` (file:line) set num_workers from `cpu_count()`, there or through a name assigned from
-    it? It counts the node's cores, not the job's: a 3-CPU job on a 64-core node would start 64 (unseen i_4)."""
+def workers_given(where: str, root: str = ".") -> tuple[str | None, bool]:
+    """The source of the num_workers given to the call at `where` (file:line) where it is not a number, and whether it
+    comes from `cpu_count()`, there or through a name assigned from it: that counts the node's cores, not the job's,
+    so a 3-CPU job on a 64-core node would start 64 (unseen i_4)."""
     file, _, line = where.rpartition(":")
     if not line.isdigit():  # capture's "?" where it could not tell
-        return False
+        return None, False
     nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
     named = {t.id for n in nodes if isinstance(n, ast.Assign) and "cpu_count(" in ast.unparse(n.value)
              for t in n.targets if isinstance(t, ast.Name)}
     given = [k.value for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)
-             for k in n.keywords if k.arg == "num_workers"]
-    return any("cpu_count(" in ast.unparse(v) or isinstance(v, ast.Name) and v.id in named for v in given)
+             for k in n.keywords if k.arg == "num_workers" and not isinstance(k.value, ast.Constant)]
+    return (ast.unparse(given[0]) if given else None), any(
+        "cpu_count(" in ast.unparse(v) or isinstance(v, ast.Name) and v.id in named for v in given)
+
+
+def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:
+    """Where the `cfg.num_workers` or `cfg["num_workers"]` a DataLoader is `given` is set to a number: the one line in
+    the script (a dataclass's default), else in a config file the script names or the run was given, as an edit with
+    {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying otherwise."""
+    name, text = re.fullmatch(r".*?[.\['\"](\w*workers\w*)['\"\]]*", given or ""), script.read_text(errors="replace")
+    named = [f for f in [*script.parent.glob("*"), *(Path(root, a) for a in args)] if f.name in text or str(f) in args]
+    configs = {f.resolve(): f for f in named if f.suffix in (".json", ".yaml", ".yml", ".toml") and f.is_file()}
+    for files in ([script], configs.values()) if name else ():  # the script's own line first, else a config file's
+        found = [(f, i, line) for f in files for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
+                 if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)]
+        for file, i, line in found if len(found) == 1 else ():
+            return f"{os.path.relpath(file, root)}:{i}  " + re.sub(r"(?<=[:=])(\s*)\d+", r"\g<1>{n}", line.strip(), 1)
+    return None
 
 
 def takes_metrics_json(script: Path) -> bool:

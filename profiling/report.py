@@ -16,7 +16,7 @@ from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import by_cpu_count, takes_metrics_json, worker_flag
+from profiling.precheck import takes_metrics_json, worker_flag, workers_given, workers_set_at
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -142,8 +142,11 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         notes.append("the loader curve was timed alone (each batch taken at once): shown, not advised from; "
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     if (script := profiled_script(meta)) is not None:  # the edits in its terms: its flag, or its DataLoader's line
-        facts = replace(facts, workers_flag=worker_flag(script, meta["argv"][1:]), kit_script=is_kit_script(script),
-                        by_cpu_count=bool(facts.loader_at) and by_cpu_count(facts.loader_at, meta.get("cwd") or "."))
+        args, cwd = meta["argv"][1:], meta.get("cwd") or "."
+        given, by_cpu = workers_given(facts.loader_at or "?", cwd)
+        flag = worker_flag(script, args, given)
+        facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
+                        workers_given=given, workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from cpu_count(), which counts the node's cores, "
               "not the job's: the edit sets the count itself"] if facts.by_cpu_count else []
     samples, sample_notes = read_samples(lprof_path)

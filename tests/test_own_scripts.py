@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from profiling.advice import script_edits
-from profiling.precheck import by_cpu_count, loop_module, unreachable_loop
+from profiling.precheck import loop_module, unreachable_loop, workers_given
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
@@ -80,8 +80,9 @@ def test_unmodified_script_is_profiled_in_its_own_terms(tmp_path, repo, name, fl
         assert line_edits and f"num_workers={advice.num_workers}" in line_edits[0]
     if advice.num_workers >= 1 and name in {"workers_in_code.py", "loop_in_method.py"}:  # already persistent
         assert not any("persistent_workers" in e for e in advice.edits)
-    elif advice.num_workers >= 1:
-        assert line_edits and "persistent_workers=True" in line_edits[0]
+    elif advice.num_workers >= 1:  # a count a flag sets stays safe to set to 0: persistent only with workers
+        given = report.facts.workers_given
+        assert line_edits and f"persistent_workers={given + ' > 0' if flag and given else True}" in line_edits[0]
     assert not any("mnist_classify.py" in text for text in advice.reasons + advice.notes)
     assert "CUDA caveat" not in " ".join(report.notes)  # a CPU-only run
     assert ("line_profiler records only the main process" in " ".join(report.notes)) == (workers > 0)
@@ -507,13 +508,41 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     assert done.returncode == 0, done.stderr
     report = build_report(tmp_path / "cpu_count_workers.lprof")
     assert report.facts.by_cpu_count and report.facts.workers_flag is None
-    assert not by_cpu_count("?") and not by_cpu_count(f"{script}:1")  # capture's unknown line; a line with no call
+    assert workers_given("?") == workers_given(f"{script}:1") == (None, False)  # capture's unknown line; no call
     where = f"{script}:{line_of(script, 'loader = DataLoader(')}"
     assert f"{where}  DataLoader(..., num_workers={report.advice.num_workers}" in report.advice.edits[1], report.advice
     assert any("takes num_workers from cpu_count()" in note for note in report.notes), report.notes
     kept = replace(report.advice.numbers, num_workers=1, current_workers=1, workers_known=True)  # the count stays
     assert f"{where}  DataLoader(..., num_workers=1" in script_edits(kept, report.facts)[0]
     assert not any("num_workers" in e for e in script_edits(kept, replace(report.facts, by_cpu_count=False)))
+
+
+@pytest.mark.parametrize("name, set_at, flag", [
+    ("dataclass_workers.py", "dataclass_workers.py:{line}  num_workers: int = 3", None),  # unseen j_3
+    ("json_workers.py", "json_workers.json:{line}  \"num_workers\": 3", None),  # unseen j_2
+    ("two_worker_flags.py", None, "--train-workers"),  # unseen j_5: not the first flag, the loop's loader's
+])
+def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, name, set_at, flag):
+    """A count read from a dataclass default or a config file was overridden on the DataLoader's line, leaving the
+    setting the user reads saying 0; of two worker flags, the first declared was named, the validation loader's."""
+    script = OWN / name
+    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / f"{script.stem}.lprof")
+    facts, given = report.facts, {"dataclass_workers.py": "cfg.num_workers", "json_workers.py":
+                                  "cfg['loader']['num_workers']", "two_worker_flags.py": "args.train_workers"}
+    assert facts.workers_flag == flag and facts.workers_given == given[name]
+    more = replace(report.advice.numbers, num_workers=3, current_workers=0, workers_known=True)
+    edits = script_edits(more, facts)
+    if set_at:  # the line that sets it, with the count changed and nothing else
+        file = (OWN / set_at.split(":")[0]).read_text().splitlines()
+        line = 1 + next(i for i, text in enumerate(file) if "num_workers" in text and text.strip()[-1] in "0,")
+        assert edits[0].startswith(os.path.relpath(OWN, tmp_path) + "/" + set_at.format(line=line)), edits
+        assert file[line - 1].strip().replace("0", "3") == edits[0].split("  ", 1)[1]
+    else:
+        assert edits[0] == f"{flag} 3"
+    assert not any("num_workers=3" in e for e in edits)  # not hard-coded on the DataLoader's line as well
+    assert f"persistent_workers={facts.workers_given} > 0" in edits[-1]  # safe if the setting is 0 again
 
 
 def test_a_loss_method_that_runs_the_model_shows_in_the_forward_phase_too(tmp_path, repo):
