@@ -322,12 +322,14 @@ def _through_calls(rows: pd.DataFrame, table: pd.DataFrame) -> pd.Series:
     """Move the seconds of each 'other' (or named-for) line of the loop that calls one profiled function of the same
     file with phases of its own (`losses.append(train_step(model, batch, opt))`) into those phases, shared as its own
     lines share them. Without it a step in a function of its own showed as 'other' (unseen d_4: 14.6 %, all of the
-    step), and `self.compute_loss(batch)`, whose lines run the model too, as 'loss' alone (unseen h_1)."""
+    step), and `self.compute_loss(batch)`, whose lines run the model too, as 'loss' alone (unseen h_1). A function
+    with a loader loop of its own is no step's part: its wait counted as the training loader's (unseen j_5)."""
     import pandas as pd
 
     moved = pd.Series(0.0, index=list(PHASES))
     own = table[table["file"].isin(rows["file"]) & ~table["function"].isin(rows["function"])]
-    stepping = own.groupby("function").filter(lambda f: (f["phase"] != "other").any() and f["seconds"].sum() > 0)
+    stepping = own.groupby("function").filter(  # not one that waits on a loader: a validation pass (unseen j_5)
+        lambda f: (f["phase"] != "other").any() and f["seconds"].sum() > 0 and not (f["phase"] == "data_wait").any())
     calls = {f: re.compile(rf"\b{re.escape(f.rpartition('.')[2])}\s*\(") for f in set(stepping["function"])}
     for line in rows[rows["phase"].isin(("other", "loss", "forward"))].itertuples():  # by name: compute_loss()
         called = {f for f, call in calls.items() if call.search(line.source)}  # `self.train_step(` too

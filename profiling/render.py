@@ -71,6 +71,9 @@ def _advice_head(report: Report) -> list[str]:
         basis = f"{basis[:-1]}; fallback: {advice.numbers.fallback})"
     elif "few_turns" in advice.fired_rules and advice.numbers:  # said first, as a fallback is
         basis = f"{basis[:-1]}; {advice.numbers.tried_turns} turn(s) a count only: more epochs give a surer count)"
+    elif "not_sure" in advice.fired_rules and (n := advice.numbers):  # the JSON's note, in the first line (unseen j_4)
+        sure = f"{n.behind_workers} worker(s) {n.behind_pct:.1f}% ± {n.behind_noise_pct:.1f}% behind"
+        basis = f"{basis[:-1]}; not sure: {sure})"
     return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
 
 

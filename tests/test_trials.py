@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 from torch.utils.data import Dataset
 
-from profiling.advice import RULES, advise, model_numbers
+from profiling.advice import RULES, advise, model_numbers, untraced_own
 from profiling.lprof import load_lprof
 from profiling.records import JobFacts, LoopSummary
 from profiling.render import _advice_head, _loop_lines
@@ -121,6 +121,18 @@ def test_the_candidates_stay_within_the_jobs_cpus_and_the_advice_is_the_fewest_w
     assert fewest_within({2: 2.34e-3, 4: 2.20e-3, 8: 2.13e-3, 12: 2.12e-3}) == 4
     assert measured_steps({"status": "too short: x", "settings": {"1": {"steps": 9, "seconds": 1.0}}}) == {}
 
+
+
+def test_the_untraced_step_of_a_run_that_tried_nothing_is_its_whole_untraced_part():
+    """Unseen j_5 (compute-bound, nothing tried): its one 24-step turn held a validation pass and read 88 ms a step,
+    "slower" than the traced 68 ms; the whole untraced part, all at the run's own count, took 69 ms a step."""
+    record = {"status": "compute-bound", "own_workers": 2, "settings": {"2": {"steps": 24, "seconds": 2.153,
+              "wait_seconds": 0.084}}, "untraced": {"steps": 297, "seconds": 20.625, "wait_seconds": 0.955}}
+    wait, compute = untraced_own(record)
+    assert wait + compute == pytest.approx(20.625 / 297) and wait == pytest.approx(0.955 / 297)
+    # where counts were tried the untraced part mixes them: the run's own count's turns speak for it
+    wait, compute = untraced_own({**record, "status": "tried"})
+    assert wait + compute == pytest.approx(2.153 / 24)
 
 
 def test_a_count_the_trials_would_drop_is_never_advised_however_noisy():
@@ -398,6 +410,11 @@ def test_where_the_fastest_count_is_advised_the_report_asks_whether_fewer_would_
     assert numbers.num_workers == 2 and numbers.behind_workers == 1, numbers
     assert "How sure: 1 worker(s) were measured 16.9% behind the fastest, give or take" in said["not_sure"], said
     assert "per-worker random augmentation" in said["workers_changed"]
+    advice = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=2), trials={  # the text's first line says it too
+        "status": "tried", "own_workers": 2, "settings": {str(k): t for k, t in summed(segments).items()},
+        "segments": segments})  # (unseen j_4: only the JSON's note said so)
+    head = _advice_head(SimpleNamespace(advice=advice))[0]
+    assert "(measured in your run; not sure: 1 worker(s) 16.9% ± " in head and head.endswith("% behind)"), head
 
 
 def test_counts_surely_more_than_5_percent_behind_lose_their_turns_and_one_left_ends_the_trials():
