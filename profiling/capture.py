@@ -4,11 +4,9 @@ Why: a script sets its workers in code, through `-j`, `--workers` or a config fi
 guess sent the advice down the wrong branch for a run that used 0. So `torch.utils.data.DataLoader` is wrapped when the
 script imports it: every loader it iterates reports its settings and the `file:line` where it was built.
 
-Written as JSON (`DLPROF_LOADERS`, the path) when the process exits, Ctrl-C included:
-  {"version": 1, "stopped_after": N or null,
-   "loaders": [{"built_at": "train.py:57", "iterated_at": "train.py:80", "num_workers": 4, ...}]}
-Installed by `profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT ARGS` (a plain run,
-for `sweep`). torch is imported by the script, never by this module.
+Written as JSON (`DLPROF_LOADERS`, the path; `Capture.write`) when the process exits, Ctrl-C included. Installed by
+`profiling.kernprof_entry` (under kernprof) and by `python -m profiling.capture SCRIPT ARGS` (a plain run, for `sweep`).
+torch is imported by the script, never by this module.
 """
 from __future__ import annotations
 
@@ -222,8 +220,7 @@ def call_name(frame: Any, where: str) -> str | None:
 
 
 def shuffles(loader: Any) -> bool:
-    """Does the loader draw a new order each epoch, as training loaders do (shuffle=True, a SubsetRandomSampler over a
-    train split, a DistributedSampler)?"""
+    """Does the loader draw a new order each epoch, as training loaders do (a random sampler, a DistributedSampler)?"""
     from torch.utils.data import RandomSampler, SubsetRandomSampler
 
     sampler = getattr(loader, "sampler", None)

@@ -1,7 +1,6 @@
-"""The command line: `python -m profiling {run,report,loader,compare,sweep}`, installed as `dlkit-prof` (not `dlprof`,
-NVIDIA DLProf's command in NGC PyTorch containers). Each verb is one function elsewhere (Namespace -> exit code),
-imported lazily so `report` and `--help` work without the others' dependencies. A user's error prints ONE line on
-stderr and exits 2, never a traceback: learners read these.
+"""The command line: `python -m profiling VERB`, installed as `dlkit-prof` (not `dlprof`, NVIDIA DLProf's command in
+NGC PyTorch containers). Each verb is one function elsewhere, imported lazily so `report` and `--help` work without
+the others' dependencies. A user's error prints ONE line on stderr and exits 2, never a traceback: learners read these.
 """
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _checked(text: str, parse: Callable[[str], Any], kind: str, fits: Callable[[Any], bool], bound: str) -> Any:
-    """`parse(text)`, or the one line argparse shows: `kind` when it does not parse, else `bound` (formatted with the
-    text and the value) when the value does not fit."""
+    """`parse(text)`, or argparse's one line: `kind` if it does not parse, `bound` ({text}, {value}) if it misfits."""
     try:
         value = parse(text)
     except ValueError:
@@ -212,8 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> None:
-    """The entry (`dlkit-prof`, `python -m profiling`): main(), then exit at once: unloading pandas and matplotlib
-    takes about 0.25 s, which every profiled job would pay after its report is out."""
+    """`dlkit-prof`: main(), then exit at once: unloading pandas and matplotlib would cost every profiled job 0.25 s."""
     code = main()
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):  # a closed pipe: nothing more to say

@@ -1,10 +1,9 @@
 """The one CPU rule of the kit: a job's CPUs = its DataLoader workers + the main process's CPUs.
 
-Why one module: the advice, the job checker, the sweep, the templates, the launcher and the lesson script's
-`--num-workers auto` must agree on "how many CPUs for N workers" and "how many workers for C CPUs". On a GPU with
-pinned memory the main process keeps two cores busy: the training loop (its CUDA waits spin on a core) and the
-pin-memory thread that page-locks every batch. On an H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step
-but 9.5 ms with the node free (docs/profiling-model.md). Otherwise the main process needs one core.
+Why one module: the advice, job checker, sweep, templates, launcher and lesson script's `--num-workers auto` must
+agree on "CPUs for N workers" and "workers for C CPUs". On a GPU with pinned memory the main process keeps two cores
+busy: the training loop (its CUDA waits spin on a core) and the pin-memory thread that page-locks every batch. On an
+H100 (16 cores) one worker held to 2 CPUs needed 12.3 ms a step but 9.5 ms with the node free (docs/profiling-model.md).
 
 It imports nothing from the kit, so a job template can run it as a file before anything else:
     python "$DLKIT_ROOT/profiling/cpu_rule.py" workers CPUS [--gpus N] [--no-pin-memory]

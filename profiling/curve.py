@@ -1,9 +1,8 @@
 """The measured loader curve as data: read and write its JSON, and pick num_workers from it.
 
-Pure functions, no torch: the report reads a curve `profiling run` (or `loader --hold-ms`) measured earlier, maybe
-elsewhere. Paced (each batch held for the loop's step), it says what such a loop gets, hand-over included;
-`choose_workers` picks the fewest workers that keep it fed. A curve timed alone (older versions) is shown, not advised
-from: what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md).
+Pure functions, no torch: the report reads a curve `run` or `loader` measured earlier, maybe elsewhere. Paced (each
+batch held for the loop's step), it says what such a loop gets, hand-over included. A curve timed alone (older versions)
+is shown, not advised from: what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md).
 """
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from pathlib import Path
 
 from profiling.records import CurvePoint, LoaderCurve, ProfileError
 
-# The fallback's constants, as `choose_workers` uses them (docs/profiling-model.md).
-FED_SHARE = 1 / 1.05
+FED_SHARE = 1 / 1.05  # this and the next three: `choose_workers`'s constants (docs/profiling-model.md)
 PACED_SLACK = 2    # more workers than the fewest fed: the hold (the traced step) is longer than the real step
 LEVEL = 0.02
 FLAT = 0.05        # a curve that gains less than this from its last step has flattened
@@ -49,10 +47,9 @@ def rate_at(points: list[CurvePoint], workers: int) -> float:
 
 
 def choose_workers(curve: LoaderCurve, worker_cap: int) -> CurveChoice | None:
-    """The fewest workers (<= worker_cap) that feed the held loop: a rate of FED_SHARE / hold or more, sleeps under
-    1 / FED_SHARE - 1 of a held step, or within LEVEL of where the curve settles; then PACED_SLACK more, within the cap.
-    None fed: CPU-capped where more CPUs would help, else the fewest within FLAT of the best. None for a curve timed
-    alone, or short of the cap and still rising (an estimate then). docs/profiling-model.md gives the rule in full."""
+    """The fewest workers (<= worker_cap) that feed the held loop, then PACED_SLACK more; none fed: CPU-capped where
+    more CPUs would help, else the fewest within FLAT of the best. None for a curve timed alone, or short of the cap
+    and still rising (an estimate then). docs/profiling-model.md gives the rule in full."""
     if curve.hold_ms <= 0:
         return None
     target = FED_SHARE / (curve.hold_ms / 1e3)

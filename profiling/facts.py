@@ -1,11 +1,9 @@
 """Stage 0 of the advice: which CPUs and GPUs the profiled job had, and what the node could give.
 
 Never `os.cpu_count()`: on a cluster node it counts every core of the machine, not the few this job may use, and
-advice built on it would ask for CPUs the job does not have. Trusted in order: a flag the user typed, what `run`
-recorded inside the job (`<stem>.meta.json`), the Slurm environment, this process's affinity mask.
-
-The node's cores per GPU (the ceiling for `--cpus-per-task`) comes from `scontrol show node`: no job variable holds it
-(`SLURM_CPUS_ON_NODE` is the CPUs *allocated* to the job on the node, not the node's size).
+advice built on it would ask for CPUs the job does not have. The node's cores per GPU (the ceiling for
+`--cpus-per-task`) comes from `scontrol show node`: no job variable holds it (`SLURM_CPUS_ON_NODE` is the CPUs
+*allocated* to the job on the node, not the node's size).
 """
 from __future__ import annotations
 

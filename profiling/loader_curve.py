@@ -5,11 +5,8 @@ wait, with a fudge factor a new machine breaks. Timing the real loader at k = 0,
 seconds and no GPU. Each batch is held for the loop's compute before the next is asked for (a paced curve), so the
 hand-over to a busy loop is measured; `profiling.curve.choose_workers` turns it into advice.
 
-Two ways in, both through profiling.capture's hook on the script's DataLoaders:
-  * `profiling run` sets DLPROF_CURVE when the run was too short to try worker counts in its own loop: the loader is
-    measured at exit (after kernprof has its numbers), held for the loop's own compute per batch;
-  * `profiling loader --hold-ms MS -- SCRIPT ARGS` (`main`) runs the script until its first loader has given a few
-    batches, then measures it: the curve without training.
+Two ways in, through profiling.capture's hook: `run` sets DLPROF_CURVE when its run was too short to try worker counts
+in its own loop (measured at exit, after kernprof has its numbers); `loader --hold-ms MS` measures without training.
 """
 from __future__ import annotations
 
@@ -63,12 +60,11 @@ class LoaderSpec:
                                    "pin_memory": self.pin_memory, "worker_init_fn": self.worker_init_fn}
         if workers > 0:  # (None: torch's defaults; torch refuses both without workers)
             options.update(multiprocessing_context=self.multiprocessing_context, prefetch_factor=self.prefetch_factor)
-        if isinstance(self.dataset, IterableDataset):
-            return DataLoader(self.dataset, batch_size=self.batch_size, drop_last=self.drop_last, **options)
-        if self.batch_size is None:  # the script passed its own batch_sampler
-            return DataLoader(self.dataset, batch_sampler=self.batch_sampler, **options)
-        return DataLoader(self.dataset, batch_size=self.batch_size, sampler=self.sampler,
-                          drop_last=self.drop_last, **options)
+        if not isinstance(self.dataset, IterableDataset):  # (an IterableDataset takes no sampler)
+            if self.batch_size is None:  # the script passed its own batch_sampler
+                return DataLoader(self.dataset, batch_sampler=self.batch_sampler, **options)
+            options["sampler"] = self.sampler
+        return DataLoader(self.dataset, batch_size=self.batch_size, drop_last=self.drop_last, **options)
 
 
 def spec_of(loader: Any, where: str = "") -> LoaderSpec:
@@ -76,9 +72,8 @@ def spec_of(loader: Any, where: str = "") -> LoaderSpec:
     import torch
 
     return LoaderSpec(loader.dataset, loader.batch_size, loader.sampler, loader.batch_sampler, loader.collate_fn,
-                      bool(loader.pin_memory) and torch.cuda.is_available(), loader.drop_last,
-                      loader.worker_init_fn, loader.multiprocessing_context, where,
-                      loader.prefetch_factor if loader.num_workers > 0 else None)
+                      bool(loader.pin_memory) and torch.cuda.is_available(), loader.drop_last, loader.worker_init_fn,
+                      loader.multiprocessing_context, where, loader.prefetch_factor if loader.num_workers > 0 else None)
 
 
 def worker_ladder(cpus: int, gpus: int, pin_memory: bool | None = None) -> list[int]:

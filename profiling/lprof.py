@@ -1,10 +1,9 @@
 """Stage 1: load a `.lprof` file safely and normalise it to a `LineProfile`.
 
 A `.lprof` is a pickle, and unpickling runs whatever the file asks for; reports are often made from files someone
-else sent. So this unpickler builds only a class named `LineStats` (3.x/4.x pickle it from
-`line_profiler._line_profiler`, 5.x from `line_profiler.line_profiler`), as an inert stand-in, and a few data-only
-builtins; anything else (`os.system`, `builtins.eval`...) is refused before it can be called. line_profiler itself
-is not needed. Every way a file can be wrong becomes a `ProfileError` with one line a learner can act on.
+else sent. So this unpickler builds only a class named `LineStats` (from any module: 5.x moved it), as an inert
+stand-in, and a few data-only builtins; anything else (`os.system`, `builtins.eval`...) is refused before it can be
+called, and line_profiler is not needed. Every way a file can be wrong becomes a `ProfileError` a learner can act on.
 """
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from profiling.cpu_rule import job_cpus
 from profiling.records import PHASES, AdviceNumbers, LoaderCurve, Report, curve_timing
 
 TOP_LINES = 15
-# One colour per phase, stable across plots and reports (matplotlib's tab10 palette).
 PHASE_COLOURS: dict[str, str] = dict(zip(PHASES, ("#d62728", "#ff7f0e", "#1f77b4", "#9467bd", "#2ca02c", "#8c564b",
-                                                  "#e377c2", "#7f7f7f")))
+                                                  "#e377c2", "#7f7f7f")))  # stable across plots and reports: tab10
 
 
 def new_figure(width: float, height: float, layout: str | None = "constrained") -> Figure:

@@ -51,8 +51,7 @@ def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) 
 
 
 def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequence[str] = ()) -> list[str]:
-    """kernprof through `profiling.kernprof_entry`, ignoring any config file, writing exactly `lprof`. A script without
-    `@profile` is profiled whole (`-p SCRIPT`); `modules` (`run --module`) adds the user's own, for a loop in them.
+    """kernprof via `profiling.kernprof_entry`; `-p` profiles the script whole (unless it has `@profile`) and `modules`.
     `--` after the script, or kernprof takes its `-c config.yaml` as code to run and its `--out` for `--outfile`."""
     targets = list(modules) if has_profile_decorator(Path(script)) else [script, *modules]
     auto = [arg for target in targets for arg in ("-p", target)]
@@ -61,20 +60,17 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
 
 
 def kernprof_environment(loaders: Path, modules: Sequence[str] = ()) -> dict[str, str]:
-    """The child's environment: where profiling.capture records, the user's `--module`s (their own code even when
-    installed), and the legacy tracer unless the user chose a core: 3.12+'s `sys.monitoring` traces every thread
-    (pin-memory's too); the legacy one only the main thread, cheaper."""
+    """Where profiling.capture records, the user's `--module`s, and the legacy tracer unless the user chose a core:
+    3.12+'s `sys.monitoring` traces every thread (pin-memory's too), the legacy one only the main thread, cheaper."""
     return {"LINE_PROFILER_CORE": "ctrace", **os.environ, capture.PATH_VAR: str(loaders),
             capture.OWN_VAR: ",".join(modules)}
 
 
 def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sampler | None, Environment]:
-    """Run `run`'s script under kernprof (traced, then timed untraced: profiling.trials; too short for that, the loader
-    curve at exit: profiling.loader_curve); return (exit code, metadata, sampler or None, the machine's facts)."""
+    """The script under kernprof: traced, then timed untraced (profiling.trials); too short, the loader curve at end."""
     script, script_args, modules = args.command[0], args.command[1:], args.module
     out_dir.mkdir(parents=True, exist_ok=True)   # kernprof would fail only at the very end
     stem = output_stem(script)
-    # the profile, the hook's record of the loaders, and the loader timed at exit (paced: profiling.loader_curve)
     lprof, loaders, curve = (out_dir / f"{stem}{suffix}" for suffix in (".lprof", ".loaders.json", ".curve.json"))
     for stale in (lprof, out_dir / f"{stem}.samples.csv", loaders, curve):  # never report a previous run's results
         stale.unlink(missing_ok=True)
@@ -119,9 +115,8 @@ def machine_meta(machine: Environment, script: Path, script_args: list[str], num
                                                  min(gpus if gpus is not None else machine.nvml_gpus or 0, 1))
     if num_workers is not None:
         workers, workers_source = num_workers, "dlkit-prof run --num-workers"
-    return {"num_workers": workers, "num_workers_source": workers_source,
-            "cpus": cpus, "gpus": machine.nvml_gpus if gpus is None else gpus,
-            "cores_per_gpu": cores_per_gpu_of(machine.node_text),
+    return {"num_workers": workers, "num_workers_source": workers_source, "cpus": cpus,
+            "gpus": machine.nvml_gpus if gpus is None else gpus, "cores_per_gpu": cores_per_gpu_of(machine.node_text),
             "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ}}
 
 
@@ -173,9 +168,8 @@ def _signals_noted() -> Iterator[Noted]:
 
 
 def _exit_code(code: int, noted: list[int]) -> int:
-    """130, as for any command stopped by Ctrl-C, whatever code kernprof chose (-2: the child re-raised it); 143 for
-    a SIGTERM that stopped it (the child turns it into a Ctrl-C: profiling.interrupts); else 128 + N for signal N,
-    as a shell says, or the script's own code."""
+    """The code a shell gives, whatever kernprof chose (-2: the child re-raised a Ctrl-C): 130 for a Ctrl-C, 143 for a
+    SIGTERM (which the child turns into a Ctrl-C: profiling.interrupts), 128 + N for signal N; else the script's own."""
     if code == -signal.SIGTERM or (signal.SIGTERM in noted and code in (EXIT_INTERRUPTED, 1, -signal.SIGINT)):
         return EXIT_TERMINATED
     if signal.SIGINT in noted or code == -signal.SIGINT:
@@ -206,11 +200,9 @@ def run_command(args: argparse.Namespace) -> int:
     stem, lprof = meta["stem"], Path(meta["lprof"])
     if meta["signals_passed_on"]:
         print(f"dlkit-prof run: passed {', '.join(meta['signals_passed_on'])} on to the script", file=sys.stderr)
-    if code == EXIT_INTERRUPTED:
-        print("dlkit-prof run: interrupted (Ctrl-C); reporting what was profiled until then", file=sys.stderr)
-    elif code == EXIT_TERMINATED:
-        print("dlkit-prof run: stopped by SIGTERM (a time limit, or scancel); reporting what was profiled until then",
-              file=sys.stderr)
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        why = "interrupted (Ctrl-C)" if code == EXIT_INTERRUPTED else "stopped by SIGTERM (a time limit, or scancel)"
+        print(f"dlkit-prof run: {why}; reporting what was profiled until then", file=sys.stderr)
     elif code != 0:
         print(f"dlkit-prof run: the script exited with code {code}", file=sys.stderr)
     if not lprof.exists():

@@ -68,8 +68,7 @@ def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
 
 
 class Sampler:
-    """A thread sampling a process tree (and the GPUs) every `interval` s, as a context manager around the child;
-    `write(path)` saves the samples, `message` the one line to show when GPU sampling is off."""
+    """A thread sampling a process tree (and the GPUs) every `interval` s, as a context manager around the child."""
 
     def __init__(self, root_pid: int, interval: float = 1.0) -> None:
         self.root_pid, self.interval = root_pid, interval

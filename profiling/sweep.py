@@ -1,12 +1,9 @@
 """`dlkit-prof sweep`: measure throughput for each num_workers and set the knee beside the advice.
 
 Why a sweep: `run` finds its advice inside one run, worker counts taking turns in the loop; a sweep is the independent
-check, each setting a run of its own. Any script works: `profiling.capture` sets num_workers=W on its DataLoaders and
-stops the script after `--batches`; throughput is samples/s of the busiest loader, first batch left out (the kit's own
-scripts take `--num-workers W --metrics-json FILE`). The knee is the fewest workers within 5 % of the best, because
-every extra worker costs a CPU another job could use. Each run is pinned to W + the main process's CPUs
-(profiling.cpu_rule), as a Slurm job with that `--cpus-per-task` would be; `python -m jobs submit sweep` makes each
-setting one job with these same settings. `write_outputs` is the one writer of a sweep's files.
+check, each setting a run of its own (any script: `profiling.capture` sets its DataLoaders' workers), pinned to its
+workers + the main process's CPUs (profiling.cpu_rule) as a Slurm job with that `--cpus-per-task` would be. The knee
+is the fewest workers within 5 % of the best, because every extra worker costs a CPU another job could use.
 """
 from __future__ import annotations
 
@@ -121,8 +118,7 @@ def result_row(s: Setting, cpus: int, status: str, detail: str) -> dict:
 
 
 def run_local(settings: list[Setting], runs_csv: Path | None = None) -> list[dict]:
-    """Run each setting here in turn, pinned to its CPUs; `runs_csv` holds every run so far after each, so a sweep
-    stopped by a time limit keeps what it measured."""
+    """Run each setting here, pinned to its CPUs; `runs_csv` is rewritten after each: a time limit keeps what ran."""
     rows = []
     for s in settings:
         s.log.parent.mkdir(parents=True, exist_ok=True)
@@ -213,8 +209,7 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
     shown = results.assign(pct_of_best=100 * results["images_per_sec"] / best if best == best else math.nan)
     lines = [shown.drop(columns=["detail"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"), ""]
     if knee is None:
-        lines.append("knee: none (no setting produced a throughput)")
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, "knee: none (no setting produced a throughput)"]) + "\n"
     best_w = int(shown.loc[shown["images_per_sec"].idxmax(), "workers"])
     knee_cpus = int(shown.loc[shown["workers"] == knee, "cpus"].iloc[0])
     lines.append(f"best: num_workers={best_w} at {best:.1f} images/s")
