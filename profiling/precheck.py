@@ -166,13 +166,15 @@ def workers_given(where: str, root: str = ".") -> tuple[str | None, bool]:
 
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:
     """Where the `cfg.num_workers` or `cfg["num_workers"]` a DataLoader is `given` is set to a number: the one line in
-    the script (a dataclass's default), else in a config file the script names or the run was given, as an edit with
+    the script (a dataclass's default), else in a config file the run was given or the script names, as an edit with
     {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying otherwise."""
     name, text = re.fullmatch(r".*?[.\['\"](\w*workers\w*)['\"\]]*", given or ""), script.read_text(errors="replace")
-    named = [f for f in [*script.parent.glob("*"), *(Path(root, a) for a in args)] if f.name in text or str(f) in args]
-    configs = {f.resolve(): f for f in named if f.suffix in (".json", ".yaml", ".yml", ".toml") and f.is_file()}
-    for files in ([script], configs.values()) if name else ():  # the script's own line first, else a config file's
-        found = [(f, i, line) for f in files for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
+    given_files = [Path(root, a.partition("=")[2] or a) for a in args]  # `--config x.yaml` and `--config=x.yaml`
+    beside = [f for f in script.parent.glob("*") if f.name in text]
+    for files in ([script], given_files, beside) if name else ():  # the script's own line, a file given, one it names
+        found = [(f, i, line) for f in files if (f == script or f.suffix in (".json", ".yaml", ".yml", ".toml"))
+                 and os.access(f, os.R_OK) and os.path.isfile(f)
+                 for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
                  if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)]
         for file, i, line in found if len(found) == 1 else ():
             return f"{os.path.relpath(file, root)}:{i}  " + re.sub(r"(?<=[:=])(\s*)\d+", r"\g<1>{n}", line.strip(), 1)

@@ -517,28 +517,34 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     assert not any("num_workers" in e for e in script_edits(kept, replace(report.facts, by_cpu_count=False)))
 
 
-@pytest.mark.parametrize("name, set_at, flag", [
-    ("dataclass_workers.py", "dataclass_workers.py:{line}  num_workers: int = 3", None),  # unseen j_3
-    ("json_workers.py", "json_workers.json:{line}  \"num_workers\": 3", None),  # unseen j_2
-    ("two_worker_flags.py", None, "--train-workers"),  # unseen j_5: not the first flag, the loop's loader's
+@pytest.mark.parametrize("name, set_at, flag, given", [
+    ("dataclass_workers.py", "dataclass_workers.py:12  num_workers: int = 3", None, False),  # unseen j_3
+    ("json_workers.py", "json_workers.json:5  \"num_workers\": 3", None, False),  # unseen j_2: its default file
+    ("json_workers.py", "other.json:3  \"num_workers\": 3,", None, True),  # the file the run was given instead
+    ("two_worker_flags.py", None, "--train-workers", False),  # unseen j_5: not the first flag, the loop's loader's
 ])
-def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, name, set_at, flag):
+def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, name, set_at, flag, given):
     """A count read from a dataclass default or a config file was overridden on the DataLoader's line, leaving the
     setting the user reads saying 0; of two worker flags, the first declared was named, the validation loader's."""
-    script = OWN / name
-    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
+    script, args = OWN / name, []
+    if given:  # `--config=other.json`, relative to the run's directory
+        (tmp_path / "other.json").write_text('{"lr": 0.01,\n "loader": {"batch_size": 16,\n  "num_workers": 0,\n'
+                                             '  "shuffle": true}}\n')
+        args = ["--config=other.json"]
+    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), *args,
+                  cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     report = build_report(tmp_path / f"{script.stem}.lprof")
-    facts, given = report.facts, {"dataclass_workers.py": "cfg.num_workers", "json_workers.py":
-                                  "cfg['loader']['num_workers']", "two_worker_flags.py": "args.train_workers"}
-    assert facts.workers_flag == flag and facts.workers_given == given[name]
+    facts, expressions = report.facts, {"dataclass_workers.py": "cfg.num_workers", "json_workers.py":
+                                        "cfg['loader']['num_workers']", "two_worker_flags.py": "args.train_workers"}
+    assert facts.workers_flag == flag and facts.workers_given == expressions[name]
     more = replace(report.advice.numbers, num_workers=3, current_workers=0, workers_known=True)
     edits = script_edits(more, facts)
     if set_at:  # the line that sets it, with the count changed and nothing else
-        file = (OWN / set_at.split(":")[0]).read_text().splitlines()
-        line = 1 + next(i for i, text in enumerate(file) if "num_workers" in text and text.strip()[-1] in "0,")
-        assert edits[0].startswith(os.path.relpath(OWN, tmp_path) + "/" + set_at.format(line=line)), edits
-        assert file[line - 1].strip().replace("0", "3") == edits[0].split("  ", 1)[1]
+        folder = tmp_path if given else OWN
+        assert edits[0] == os.path.join(os.path.relpath(folder, tmp_path), set_at).removeprefix("./"), edits
+        (file, line), edited = set_at.split("  ")[0].split(":"), set_at.split("  ")[1]
+        assert (folder / file).read_text().splitlines()[int(line) - 1].strip().replace("0", "3") == edited
     else:
         assert edits[0] == f"{flag} 3"
     assert not any("num_workers=3" in e for e in edits)  # not hard-coded on the DataLoader's line as well
