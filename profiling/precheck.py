@@ -170,7 +170,7 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
     {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying otherwise."""
     name, text = re.fullmatch(r".*?[.\['\"](\w*workers\w*)['\"\]]*", given or ""), script.read_text(errors="replace")
     given_files = [Path(root, a.partition("=")[2] or a) for a in args]  # `--config x.yaml` and `--config=x.yaml`
-    beside = [f for f in script.parent.glob("*") if f.name in text]
+    beside = (f for f in script.parent.glob("*") if f.name in text)  # listed only when reached: most runs never
     for files in ([script], given_files, beside) if name else ():  # the script's own line, a file given, one it names
         found = [(f, i, line) for f in files if (f == script or f.suffix in (".json", ".yaml", ".yml", ".toml"))
                  and os.access(f, os.R_OK) and os.path.isfile(f)
