@@ -372,10 +372,13 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     where, by = f"{facts.loader_at}  " if facts.loader_at else "the script's ", facts.loader_built_by
     if settings and by == "transformers":  # Hugging Face's Trainer builds it from TrainingArguments' dataloader_*
         edits.append(f"{where}the Trainer's TrainingArguments(..., {', '.join('dataloader_' + s for s in settings)})")
-    elif settings:  # another framework's own DataLoader: set it through that framework
-        given = ", ".join(settings)
-        edits.append(f"{where}{by} builds the DataLoader from this line: give it {given} where {by} takes its "
-                     "DataLoader options" if by else f"{where}{facts.loader_call}(..., {given})")
+    elif settings and by:  # another framework's own DataLoader: set it through that framework
+        edits.append(f"{where}{by} builds the DataLoader from this line: give it {', '.join(settings)} where {by} "
+                     "takes its DataLoader options")
+    elif settings and facts.loader_kwargs:  # `**train_kwargs` holding num_workers: a keyword beside it would clash
+        edits.append(f"{where}before this line: {facts.loader_kwargs}.update({', '.join(settings)})")
+    elif settings:
+        edits.append(f"{where}{facts.loader_call}(..., {', '.join(settings)})")
     return edits
 
 

@@ -53,6 +53,7 @@ class JobFacts:
     workers_flag: str | None = None  # the script's own option for workers (-j/--workers/--num-workers...)
     by_cpu_count: bool = False      # the DataLoader's num_workers comes from cpu_count(): the node's, not the job's
     workers_given: str | None = None  # ... or from this (`args.workers`, `cfg.num_workers`), where not a number
+    loader_kwargs: str | None = None  # the dict that line spreads into the call (`**train_kwargs`), if one
     workers_set_at: str | None = None  # "file:line  num_workers: int = {n}": where that is set, when one line does
     kit_script: bool = False        # one of this kit's scripts, whose own flags the hints may name
 

@@ -32,8 +32,7 @@ WORKER_NOTE = ("line_profiler records only the main process: with num_workers > 
 
 KIT_ROOT = Path(__file__).resolve().parents[1]  # this kit's own scripts (not its tests' fixtures)
 
-# File name of each format written next to the .lprof.
-SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "csv": ".lines.csv",
+SUFFIXES = {"text": ".report.txt", "md": ".report.md", "json": ".report.json", "csv": ".lines.csv",  # beside the .lprof
             "html": ".report.html"}
 
 
@@ -143,10 +142,11 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     if (script := profiled_script(meta)) is not None:  # the edits in its terms: its flag, or its DataLoader's line
         args, cwd = meta["argv"][1:], meta.get("cwd") or "."
-        given, by_cpu = workers_given(facts.loader_at or "?", cwd)
+        given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd)
         flag = worker_flag(script, args, given)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
-                        workers_given=given, workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
+                        workers_given=given, loader_kwargs=spread,
+                        workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from cpu_count(), which counts the node's cores, "
               "not the job's: the edit sets the count itself"] if facts.by_cpu_count else []
     samples, sample_notes = read_samples(lprof_path)

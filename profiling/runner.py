@@ -29,10 +29,9 @@ from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_f
 from profiling.sampling import Sampler
 from profiling.trials import SEGMENT_VAR, TRACE_VAR, TRY_VAR
 
-# Slurm variables worth keeping with a profile: enough to find the job again in sacct.
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_NAME",
               "SLURM_JOB_PARTITION", "SLURM_JOB_NODELIST", "SLURM_CPUS_PER_TASK", "SLURM_GPUS_ON_NODE",
-              "SLURM_JOB_GPUS", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_CLUSTER_NAME")
+              "SLURM_JOB_GPUS", "SLURM_STEP_ID", "SLURM_PROCID", "SLURM_CLUSTER_NAME")  # kept to find the job in sacct
 
 
 def script_num_workers(script: Path, args: list[str], cpus: int, gpus: int = 0) -> tuple[int | None, str]:

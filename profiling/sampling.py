@@ -13,8 +13,7 @@ from pathlib import Path
 
 from profiling.facts import cpus_from_env
 
-# One row per sample and device: device is "cpu" or "gpu<N>" (the NVML index).
-SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")
+SAMPLE_COLUMNS: tuple[str, ...] = ("time_s", "device", "util_pct", "mem_used_mib", "cores_busy")  # device: cpu, gpu<N>
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_MIB = os.sysconf("SC_PAGE_SIZE") / 2**20

@@ -13,8 +13,7 @@ import pandas as pd
 
 from profiling.records import LINE_COLUMNS, LineProfile
 
-# file key -> its lines (index 0 is line 1), or None when the file was not found.
-Sources = dict[str, list[str] | None]
+Sources = dict[str, list[str] | None]  # file key -> its lines (index 0 is line 1), or None when the file was not found
 
 
 def resolve_source(filename: str, roots: Iterable[Path]) -> Path | None:

@@ -101,10 +101,8 @@ class Trials:
 
     @staticmethod
     def add(into: dict[str, float], step_s: float, wait_s: float) -> None:
-        into["steps"] += 1
-        into["seconds"] += step_s
-        into["squares"] = into.get("squares", 0.0) + step_s * step_s
-        into["wait_seconds"] += wait_s
+        into.update(steps=into["steps"] + 1, seconds=into["seconds"] + step_s,
+                    wait_seconds=into["wait_seconds"] + wait_s, squares=into.get("squares", 0.0) + step_s * step_s)
 
     def iterator(self, loader: Any, entry: Any, make: Any) -> Any:
         """The iterator for a new epoch: the script's own while tracing, else the segmented one."""

@@ -508,7 +508,7 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     assert done.returncode == 0, done.stderr
     report = build_report(tmp_path / "cpu_count_workers.lprof")
     assert report.facts.by_cpu_count and report.facts.workers_flag is None
-    assert workers_given("?") == workers_given(f"{script}:1") == (None, False)  # capture's unknown line; no call
+    assert workers_given("?") == workers_given(f"{script}:1") == (None, False, None)  # capture's unknown line; no call
     where = f"{script}:{line_of(script, 'loader = DataLoader(')}"
     assert f"{where}  DataLoader(..., num_workers={report.advice.num_workers}" in report.advice.edits[1], report.advice
     assert any("takes num_workers from cpu_count()" in note for note in report.notes), report.notes
@@ -584,3 +584,35 @@ def test_a_loss_method_that_runs_the_model_shows_in_the_forward_phase_too(tmp_pa
     lines = report.lines.set_index("source")["seconds"].rename(str.strip)
     assert phases["forward"] > 0.3 * lines["loss = self.compute_loss(batch)"], phases  # the model's share of it
     assert phases["loss"] > 0, phases
+
+
+def test_the_edit_for_a_loader_given_a_kwargs_dict_updates_the_dict_and_runs(tmp_path, repo):
+    """`DataLoader(ds, **train_kwargs)` (pytorch/examples' style, unseen j_1) got `DataLoader(..., persistent_workers=
+    True)`: with --workers 0 that is a ValueError, and a `num_workers=` keyword beside a dict holding one is a
+    TypeError. The edit updates the dict before the line; here each edit is made and the script run with it."""
+    script = OWN / "kwargs_dict.py"
+    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
+                  str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / "kwargs_dict.lprof")
+    facts = report.facts
+    assert facts.loader_kwargs == "train_kwargs" and facts.workers_flag == "--workers"
+    assert facts.workers_given == "train_kwargs.get('num_workers', 0)"
+    more = replace(report.advice.numbers, num_workers=2, current_workers=0, workers_known=True)
+    line = line_of(script, "DataLoader(TensorDataset")
+    for flag, runs in (("--workers", {"0": "0 worker(s), persistent False", "2": "2 worker(s), persistent True"}),
+                       (None, {"0": "2 worker(s), persistent True"})):  # no flag: the edit sets the count itself
+        edits = script_edits(more, replace(facts, workers_flag=flag))
+        assert len(edits) == 1 + bool(flag) and (edits[0] == "--workers 2") == bool(flag), edits
+        before = f"{script}:{line}  before this line: "
+        update = edits[-1].removeprefix(before)
+        assert edits[-1].startswith(before) and update.startswith("train_kwargs.update("), edits
+        assert ("num_workers=2" in update) == (flag is None)
+        source = script.read_text().splitlines()
+        source.insert(line - 1, " " * 4 + update)  # the edit, made as a user would
+        edited = tmp_path / f"edited_{flag is not None}.py"
+        edited.write_text("\n".join(source) + "\n")
+        for workers, says in runs.items():
+            ran = subprocess.run([sys.executable, str(edited), "--workers", workers], capture_output=True, text=True,
+                                 timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+            assert ran.returncode == 0 and says in ran.stdout, (update, ran.stderr[-500:])
