@@ -82,8 +82,7 @@ def compare_command(args: argparse.Namespace) -> int:
     else:
         print(format_text(table, unit, args.before, args.after))
     if args.output_dir is not None:
-        out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        (out := Path(args.output_dir)).mkdir(parents=True, exist_ok=True)
         stem = f"{Path(args.before).stem}_vs_{Path(args.after).stem}"
         table.to_csv(out / f"{stem}.compare.csv", index=False)
         (out / f"{stem}.compare.txt").write_text(format_text(table, unit, args.before, args.after), encoding="utf-8")

@@ -148,20 +148,22 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
 
 
-def workers_given(where: str, root: str = ".") -> tuple[str | None, bool, str | None]:
-    """The source of the num_workers given to the call at `where` (file:line) where it is not a number (or the dict
-    it spreads, `**train_kwargs`); whether that is `cpu_count()`, there or through a name assigned from it, which counts
-    the node's cores, not the job's (a 3-CPU job on a 64-core node would start 64: unseen i_4); and that dict's name."""
+def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tuple[str | None, bool, str | None]:
+    """The source of the num_workers given to the `call` at `where` (file:line) where it is not a number, or the dict
+    it spreads (`**train_kwargs`); whether that is `cpu_count()`, there or through a name assigned from it, which counts
+    the node's cores, not the job's (a 3-CPU job on a 64-core node would start 64: unseen i_4); and that dict."""
     file, _, line = where.rpartition(":")
     if not line.isdigit():  # capture's "?" where it could not tell
         return None, False, None
     nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
     named = {t.id for n in nodes if isinstance(n, ast.Assign) and "cpu_count(" in ast.unparse(n.value)
              for t in n.targets if isinstance(t, ast.Name)}
-    keywords = [k for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords]
-    given = [k.value for k in keywords if k.arg == "num_workers" and not isinstance(k.value, ast.Constant)]
-    spread = next((k.value.id for k in keywords if k.arg is None and isinstance(k.value, ast.Name)
-                   and not {"num_workers", "pin_memory", "persistent_workers"} & {k.arg for k in keywords}), None)
+    calls = [n for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)]
+    given = [k.value for c in calls for k in c.keywords if k.arg == "num_workers" and type(k.value) is not ast.Constant]
+    own = [k for c in calls if ast.unparse(c.func).endswith(call) for k in c.keywords]  # not the dataset's, say
+    spread = next((ast.unparse(k.value) for k in own if k.arg is None  # a dict a name, an attribute or an item holds
+                   and isinstance(k.value, (ast.Name, ast.Attribute, ast.Subscript))), None)
+    spread = None if {"num_workers", "pin_memory", "persistent_workers"} & {k.arg for k in own} else spread
     return (ast.unparse(given[0]) if given else spread and f"{spread}.get('num_workers', 0)"), any(
         "cpu_count(" in ast.unparse(v) or isinstance(v, ast.Name) and v.id in named for v in given), spread
 

@@ -142,7 +142,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
     if (script := profiled_script(meta)) is not None:  # the edits in its terms: its flag, or its DataLoader's line
         args, cwd = meta["argv"][1:], meta.get("cwd") or "."
-        given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd)
+        given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd, facts.loader_call)
         flag = worker_flag(script, args, given)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
                         workers_given=given, loader_kwargs=spread,
@@ -178,8 +178,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
 
 def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:
     """Write `<stem>.report.txt/.md/.json/.html`, `<stem>.lines.csv` and the PNG plots; return the paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir := Path(out_dir)).mkdir(parents=True, exist_ok=True)
     formats = list(dict.fromkeys(formats))
     if unknown := [f for f in formats if f not in SUFFIXES]:
         raise ProfileError(f"unknown report format(s): {', '.join(unknown)}")

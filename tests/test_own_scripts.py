@@ -599,7 +599,7 @@ def test_the_edit_for_a_loader_given_a_kwargs_dict_updates_the_dict_and_runs(tmp
     assert facts.loader_kwargs == "train_kwargs" and facts.workers_flag == "--workers"
     assert facts.workers_given == "train_kwargs.get('num_workers', 0)"
     more = replace(report.advice.numbers, num_workers=2, current_workers=0, workers_known=True)
-    line = line_of(script, "DataLoader(TensorDataset")
+    line = line_of(script, "DataLoader(make_data")
     for flag, runs in (("--workers", {"0": "0 worker(s), persistent False", "2": "2 worker(s), persistent True"}),
                        (None, {"0": "2 worker(s), persistent True"})):  # no flag: the edit sets the count itself
         edits = script_edits(more, replace(facts, workers_flag=flag))
@@ -616,3 +616,9 @@ def test_the_edit_for_a_loader_given_a_kwargs_dict_updates_the_dict_and_runs(tmp
             ran = subprocess.run([sys.executable, str(edited), "--workers", workers], capture_output=True, text=True,
                                  timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
             assert ran.returncode == 0 and says in ran.stdout, (update, ran.stderr[-500:])
+    spread = tmp_path / "spread.py"  # unseen g_5: an item of a config, beside a dataset's own spread dict
+    spread.write_text('loader = DataLoader(Signals(**cfg["data"]), **cfg["loader"])\n'
+                      "other = DataLoader(ds, num_workers=2, **kw)\n"  # a keyword the edit would add: on the call
+                      'third = DataLoader(Signals(**cfg["data"]), batch_size=4)\n')  # the dataset's dict: not it
+    assert workers_given(f"{spread}:1") == ("cfg['loader'].get('num_workers', 0)", False, "cfg['loader']")
+    assert workers_given(f"{spread}:2") == workers_given(f"{spread}:3") == (None, False, None)

@@ -7,6 +7,10 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 
+def make_data(n, dim):
+    return TensorDataset(torch.randn(n, dim), torch.randn(n, 1))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=0)
@@ -14,7 +18,8 @@ def main():
     args = parser.parse_args()
     train_kwargs = {"batch_size": 16, "shuffle": True}
     train_kwargs.update({"num_workers": args.workers})
-    train_loader = DataLoader(TensorDataset(torch.randn(256, 3), torch.randn(256, 1)), **train_kwargs)
+    data_cfg = {"n": 256, "dim": 3}
+    train_loader = DataLoader(make_data(**data_cfg), **train_kwargs)
     model = nn.Linear(3, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for _ in range(args.epochs):
