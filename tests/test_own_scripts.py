@@ -17,12 +17,14 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from profiling.advice import script_edits
 from profiling.precheck import loop_module, unreachable_loop, workers_given
+from profiling.records import Report
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
@@ -159,6 +161,13 @@ def framework_run(tmp_path: Path, repo: Path, script: Path) -> subprocess.Comple
 
 def line_of(path: Path, text: str) -> int:
     return 1 + next(i for i, line in enumerate(path.read_text().splitlines()) if text in line)
+
+
+def profiled_report(repo: Path, tmp_path: Path, script: Path, *flags: str, args: Sequence[str] = ()) -> Report:
+    """`run` a fixture with `flags`, its outputs in tmp_path; it must exit 0. Its report, as `report` builds it."""
+    done = dlprof(repo, "run", *flags, "--output-dir", str(tmp_path), "--", str(script), *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return build_report(tmp_path / f"{script.stem}.lprof")
 
 
 def test_a_dataloader_built_anew_every_epoch_is_named_with_what_to_change(tmp_path, repo):
@@ -485,10 +494,7 @@ def test_a_step_in_a_function_of_its_own_shows_in_the_phases_of_the_loop_that_ca
     step `other` (unseen d_4). The call's seconds are now shared out as train_step's own lines share theirs. In the
     line table, set-up run once (`model = Net()`) is no step's `forward`, while train_step's `model(batch)` is."""
     script = OWN / "step_in_function.py"
-    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
-                  str(script), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = build_report(tmp_path / "step_in_function.lprof")
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "json")
     assert report.loop.function == "train_epoch", report.loop
     phases = report.phases.set_index("phase")["seconds"]
     call = report.lines[report.lines["source"].str.contains("losses.append(train_step", regex=False)]
@@ -503,10 +509,7 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     """`num_workers=min(1, os.cpu_count())` counts the node's cores, not the job's. The edit left it in place where
     the advice kept the run's count (unseen i_4): under Slurm the script would start a worker per core of the node."""
     script = OWN / "cpu_count_workers.py"
-    done = dlprof(repo, "run", "--try-workers", "1", "--formats", "text", "--output-dir", str(tmp_path), "--",
-                  str(script), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = build_report(tmp_path / "cpu_count_workers.lprof")
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "1", "--formats", "text")
     assert report.facts.by_cpu_count and report.facts.workers_flag is None
     assert workers_given("?") == workers_given(f"{script}:1") == (None, False, None)  # capture's unknown line; no call
     where = f"{script}:{line_of(script, 'loader = DataLoader(')}"
@@ -531,10 +534,7 @@ def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, 
         (tmp_path / "other.json").write_text('{"lr": 0.01,\n "loader": {"batch_size": 16,\n  "num_workers": 0,\n'
                                              '  "shuffle": true}}\n')
         args = ["--config=other.json"]
-    done = dlprof(repo, "run", "--formats", "text", "--output-dir", str(tmp_path), "--", str(script), *args,
-                  cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = build_report(tmp_path / f"{script.stem}.lprof")
+    report = profiled_report(repo, tmp_path, script, "--formats", "text", args=args)
     facts, expressions = report.facts, {"dataclass_workers.py": "cfg.num_workers", "json_workers.py":
                                         "cfg['loader']['num_workers']", "two_worker_flags.py": "args.train_workers"}
     assert facts.workers_flag == flag and facts.workers_given == expressions[name]
@@ -556,10 +556,7 @@ def test_a_validation_pass_the_loop_calls_is_no_part_of_its_data_wait(tmp_path, 
     data_wait (unseen j_5: 20.7 % in the table, 6.3 % in the headline). A function with a loader loop of its own
     is not a step's part: the call stays `other`."""
     script = OWN / "val_in_function.py"
-    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
-                  str(script), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = build_report(tmp_path / "val_in_function.lprof")
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "json")
     assert report.loop.function == "train", report.loop
     phases = report.phases.set_index("phase")["seconds"]
     seconds = report.lines.set_index(report.lines["source"].str.strip())["seconds"]
@@ -572,10 +569,7 @@ def test_a_loss_method_that_runs_the_model_shows_in_the_forward_phase_too(tmp_pa
     """`loss = self.compute_loss(batch)` is named for a loss, but its own lines run the model first: the phase table
     filed the whole call under `loss` and showed no forward pass (unseen h_1). It is shared out as its lines are."""
     script = OWN / "loss_in_method.py"
-    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
-                  str(script), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = build_report(tmp_path / "loss_in_method.lprof")
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "json")
     assert report.loop.function == "Trainer.fit", report.loop
     phase_of = report.lines.set_index("source")["phase"].rename(str.strip)
     assert phase_of["loss = self.compute_loss(batch)"] == "loss", phase_of  # the line itself, by its name
@@ -591,10 +585,7 @@ def test_the_edit_for_a_loader_given_a_kwargs_dict_updates_the_dict_and_runs(tmp
     True)`: with --workers 0 that is a ValueError, and a `num_workers=` keyword beside a dict holding one is a
     TypeError. The edit updates the dict before the line; here each edit is made and the script run with it."""
     script = OWN / "kwargs_dict.py"
-    done = dlprof(repo, "run", "--try-workers", "off", "--formats", "json", "--output-dir", str(tmp_path), "--",
-                  str(script), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    report = build_report(tmp_path / "kwargs_dict.lprof")
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "json")
     facts = report.facts
     assert facts.loader_kwargs == "train_kwargs" and facts.workers_flag == "--workers"
     assert facts.workers_given == "train_kwargs.get('num_workers', 0)"
