@@ -359,8 +359,9 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     workers = numbers.num_workers or 0
     changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known or facts.by_cpu_count
     elsewhere = facts.workers_flag or facts.workers_set_at  # the count is set there, not on the DataLoader's line
-    kept = facts.workers_given if elsewhere and not facts.by_cpu_count else None
-    # a count the user sets elsewhere may be set to 0 later, which persistent_workers=True would make an error
+    kept = facts.workers_given if (elsewhere or not changed) and not facts.by_cpu_count else None
+    # a count the user sets elsewhere (a flag, a config, a global: unseen k_5, k_6) may be set to 0 later, which
+    # persistent_workers=True would make an error
     extras = [f"persistent_workers={kept} > 0" if kept else "persistent_workers=True"] \
         if workers >= 1 and facts.persistent_workers is not True else []
     extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []

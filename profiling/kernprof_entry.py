@@ -51,6 +51,24 @@ def skip_wrappers(eval_frame: Any) -> None:
     eval_frame.skip_code(LineProfiler().wrap_function(lambda: None).__code__)
 
 
+def scripted_unwrapped(jit: Any) -> None:
+    """torch.jit.script compiled line_profiler's wrapper of a profiled `forward` and looked its names up in
+    line_profiler's module (RuntimeError: undefined value F; unseen k_3). The classes of the modules it is given get
+    their own functions back first; their lines then run as TorchScript, untraced."""
+    script = jit.script
+
+    def own(fn: Any) -> Any:  # what line_profiler's wrapper wraps, else fn itself
+        return fn.__wrapped__ if "line_profiler" in getattr(getattr(fn, "__code__", None), "co_filename", "") else fn
+
+    def script_unwrapped(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        for cls in {type(m) for m in getattr(obj, "modules", list)()}:  # a module's, its submodules' (a function: none)
+            for name, value in [(n, v) for n, v in vars(cls).items() if own(v) is not v]:
+                setattr(cls, name, own(value))
+        return script(own(obj), *args, **kwargs)
+
+    jit.script = script_unwrapped
+
+
 def unshadowed_decorator(name: str = "__dlkit_profile__") -> None:
     """Auto-profiling decorates each function with the name `profile`, and a script that imports torch.profiler's
     `profile` (as PyTorch's tutorials do) made its first `def` call that instead (TypeError: profile.__init__()
@@ -78,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     install()  # records the script's DataLoaders when `run` asked for it (DLPROF_LOADERS)
     on_import("torch._dynamo.eval_frame", skip_wrappers)  # loaded by torch.compile, if the script compiles
+    on_import("torch.jit", scripted_unwrapped)
     measure_curve_at_exit()  # and measures the busiest one's curve at exit when it asked for that (DLPROF_CURVE)
     import kernprof  # imported late: only the child process needs line_profiler
 

@@ -61,8 +61,9 @@ class LoaderSpec:
         if workers > 0:  # (None: torch's defaults; torch refuses both without workers)
             options.update(multiprocessing_context=self.multiprocessing_context, prefetch_factor=self.prefetch_factor)
         if not isinstance(self.dataset, IterableDataset):  # (an IterableDataset takes no sampler)
-            if self.batch_size is None:  # the script passed its own batch_sampler
-                return DataLoader(self.dataset, batch_sampler=self.batch_sampler, **options)
+            if self.batch_size is None:  # its own batch_sampler, or none: each item its sampler yields is a batch
+                return DataLoader(self.dataset, batch_sampler=self.batch_sampler, **options) if self.batch_sampler \
+                    is not None else DataLoader(self.dataset, sampler=self.sampler, batch_size=None, **options)
             options["sampler"] = self.sampler
         return DataLoader(self.dataset, batch_size=self.batch_size, drop_last=self.drop_last, **options)
 

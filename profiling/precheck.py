@@ -150,13 +150,15 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
 
 def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tuple[str | None, bool, str | None]:
     """The source of the num_workers given to the `call` at `where` (file:line) where it is not a number, or the dict
-    it spreads (`**train_kwargs`); whether that is `cpu_count()`, there or through a name assigned from it, which counts
-    the node's cores, not the job's (a 3-CPU job on a 64-core node would start 64: unseen i_4); and that dict."""
+    it spreads (`**train_kwargs`); whether that is a CPU count, there or through a name assigned from it: cpu_count()
+    counts the node's cores (a 3-CPU job on a 64-core node would start 64: unseen i_4), the CPU mask the job's, the
+    main process's included (3 workers in a 3-CPU job: k_2); and that dict."""
     file, _, line = where.rpartition(":")
     if not line.isdigit():  # capture's "?" where it could not tell
         return None, False, None
     nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
-    named = {t.id for n in nodes if isinstance(n, ast.Assign) and "cpu_count(" in ast.unparse(n.value)
+    counts = re.compile(r"cpu_count\(|sched_getaffinity\(").search  # the node's cores, or the job's with its main's
+    named = {t.id for n in nodes if isinstance(n, ast.Assign) and counts(ast.unparse(n.value))
              for t in n.targets if isinstance(t, ast.Name)}
     calls = [n for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)]
     given = [k.value for c in calls for k in c.keywords if k.arg == "num_workers" and type(k.value) is not ast.Constant]
@@ -165,7 +167,7 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
                    and isinstance(k.value, (ast.Name, ast.Attribute, ast.Subscript))), None)
     spread = None if {"num_workers", "pin_memory", "persistent_workers"} & {k.arg for k in own} else spread
     return (ast.unparse(given[0]) if given else spread and f"{spread}.get('num_workers', 0)"), any(
-        "cpu_count(" in ast.unparse(v) or isinstance(v, ast.Name) and v.id in named for v in given), spread
+        counts(ast.unparse(v)) or isinstance(v, ast.Name) and v.id in named for v in given), spread
 
 
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:

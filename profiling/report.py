@@ -147,8 +147,9 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
                         workers_given=given, loader_kwargs=spread,
                         workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
-    notes += [f"the DataLoader at {facts.loader_at} takes num_workers from cpu_count(), which counts the node's cores, "
-              "not the job's: the edit sets the count itself"] if facts.by_cpu_count else []
+    notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which leaves the main process "
+              "no CPU of its own (cpu_count() counts even the node's cores): the edit sets the count itself"
+              ] if facts.by_cpu_count else []
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     phases = phase_summary(table, loop)

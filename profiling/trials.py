@@ -3,7 +3,7 @@
 Why: a traced step is longer than the real one, and workers deliver less beside a real loop than alone, so the loop
 itself is timed (docs/profiling-model.md says how). Each epoch's batches are drawn once from the training loader's
 sampler and the global RNG advances as one iterator's would: only which worker builds a batch (and so per-worker
-augmentation seeds) changes. An IterableDataset, or a loader without automatic batching, is not tried (said so).
+augmentation seeds) changes. An IterableDataset is not tried (said so).
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ class Trials:
                 self.status = f"worker counts not tried: {why}"
                 return make(loader)
             self.start(loader)
-        return Segmented(self, loader, make)
+        return make(loader) if self.settings == [self.own] else Segmented(self, loader, make)  # one: never restarted
 
     def unsupported(self, loader: Any) -> str | None:
         from torch.utils.data import IterableDataset
@@ -126,8 +126,6 @@ class Trials:
             return "switched off (--try-workers off)"
         if isinstance(loader.dataset, IterableDataset):
             return "an IterableDataset, whose workers split the stream (their number would change the data)"
-        if loader.batch_sampler is None:
-            return "a DataLoader without automatic batching"
         return None
 
     def start(self, loader: Any) -> None:
@@ -154,9 +152,8 @@ class Trials:
             if base is None or base["steps"] < MIN_TIMED:
                 self.queue = [self.own or 0]  # too short to say: time it again
                 return
-            share, wait = base["wait_seconds"] / base["seconds"], base["wait_seconds"] / base["steps"]
-            self.squeezed = self.held_slower(base)
-            keeps_up = (share < LOADER_BOUND or (self.own and 1e3 * wait <= HANDOFF_MS)) and not self.squeezed
+            share, self.squeezed = base["wait_seconds"] / base["seconds"], self.held_slower(base)
+            keeps_up = self.keeps_up(base)
             if not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2:
                 self.queue = [self.own or 0]  # near the line after one turn: decide on two
                 return
@@ -174,6 +171,11 @@ class Trials:
                 return self.release()
         turn = self.rounds % len(self.settings)  # each round starts one count later
         self.queue = self.settings[turn:] + self.settings[:turn]
+
+    def keeps_up(self, base: dict[str, float]) -> bool:
+        wait = base["wait_seconds"] / base["steps"]
+        return (base["wait_seconds"] < LOADER_BOUND * base["seconds"] or bool(self.own and 1e3 * wait <= HANDOFF_MS)
+                ) and not self.squeezed
 
     def add_segment(self, workers: int, steps: int, seconds: float, cut: bool) -> None:
         """Record one turn's timed batches. A turn cut by an epoch's end goes on in the next: both parts are one
@@ -226,7 +228,9 @@ class Trials:
                                prefetch_factor=loader.prefetch_factor or 2)
             # the turn's workers draw their seeds from a generator of its own: the script's RNG stays where it was
             seeds = torch.Generator().manual_seed((torch.initial_seed() + len(self.segments)) % 2**64)
-            self.loaders[workers] = DataLoader(loader.dataset, batch_sampler=self.feed, generator=seeds, **options)
+            # without automatic batching (batch_size=None) each item the sampler yields is a batch already (unseen k_4)
+            fed = {"batch_sampler": self.feed} if loader._auto_collation else {"sampler": self.feed, "batch_size": None}
+            self.loaders[workers] = DataLoader(loader.dataset, generator=seeds, **fed, **options)
         return self.loaders[workers]
 
     def drop(self, counts: Any) -> None:
@@ -248,6 +252,12 @@ class Trials:
     def record(self) -> dict[str, Any]:
         """What was traced, timed and tried, for `<stem>.loaders.json` (the report reads it)."""
         self.release()
+        if self.settings == [self.own] and self.status == "traced only" and self.untraced["steps"] >= MIN_TIMED:
+            # the one count the CPUs hold, timed in the script's own loader: restarting its workers in turns added
+            # their starts to its step and changed the losses of per-worker random augmentation (unseen k_1)
+            whole = self.untraced
+            self.timed, self.segments = {self.own: whole}, [(self.own, whole["steps"], whole["seconds"])]
+            self.status = "compute-bound" if self.keeps_up(self.untraced) else "tried"
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials
@@ -294,7 +304,7 @@ class Segmented:
         # moved every later epoch's order, and the losses, away from a plain run's)
         if not (loader.persistent_workers and loader.num_workers > 0 and loader._iterator is not None):
             torch.empty((), dtype=torch.int64).random_(generator=loader.generator)
-        self.feed.batches, self.feed.handed = list(loader.batch_sampler), 0  # the epoch, once, from its sampler
+        self.feed.batches, self.feed.handed = list(loader._index_sampler), 0  # the epoch, once, from its sampler
         self.delivered, self.inner, self.workers, self.timing = 0, None, None, False
         self.after: Any = lambda asked: None
 

@@ -264,18 +264,20 @@ def test_an_epoch_shorter_than_a_turn_ends_the_turn_in_the_next_epoch(monkeypatc
 
 
 def test_a_run_that_ends_after_a_whole_turn_of_its_own_count_is_decided_on_it():
-    """The run ended after its own count's turn (194 untraced steps, 0.65 s, 78 % waiting, on 2 CPUs that hold that
-    one count only): the record decides on that turn, as the next epoch would have, instead of "too short"."""
-    def record(seconds: float) -> dict:
+    """The run ended after its own count's turn (194 untraced steps, 0.65 s, 78 % waiting): the record decides on that
+    turn, as the next epoch would have, instead of "too short". On 2 CPUs that hold that one count only, the untraced
+    part in the script's own loader is its measurement however short (nothing is compared, nothing restarted)."""
+    def record(seconds: float, settings: tuple[int, ...]) -> dict:
         trials = Trials(asked="auto", segment_s=1.0)
-        trials.own, trials.settings, trials.mask = 1, [1], None
+        trials.own, trials.settings, trials.mask = 1, list(settings), None
         trials.timed = {1: {"steps": 194, "seconds": seconds, "wait_seconds": 0.78 * seconds}}
         trials.untraced = dict(trials.timed[1])
         trials.segments = [(1, 194, seconds)]
         return trials.record()
 
-    assert record(0.65)["status"] == "tried"  # past a turn's 0.25 x --segment-seconds
-    assert record(0.2)["status"].startswith("too short to try worker counts: the run ended while timing its own")
+    assert record(0.65, (1,))["status"] == record(0.2, (1,))["status"] == "tried"
+    assert record(0.65, (1, 2))["status"].startswith("too short to try worker counts: the run ended before each")
+    assert record(0.2, (1, 2))["status"].startswith("too short to try worker counts: the run ended while timing its own")
 
 
 class IndexAndPid(Dataset):

@@ -1,0 +1,103 @@
+"""Styles met in scripts the kit had never seen (docs/results/unseen-styles-cpu, batch k), each as a fixture in
+tests/data/own_scripts/ and a real `run`: a count read by hand, a count from the CPU mask, the one count a job's
+CPUs hold, and a DataLoader without automatic batching."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+
+from profiling.advice import script_edits
+from profiling.loader_curve import spec_of
+from profiling.precheck import workers_given
+from tests.test_own_scripts import OWN, line_of, profiled_report
+
+QUICK = ("--trace-batches", "16", "--segment-seconds", "0.2", "--formats", "json")
+
+
+def plain(script: Path, *args: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
+    return done.stdout.splitlines()
+
+
+def profiled(repo: Path, tmp_path: Path, script: Path, *flags: str) -> tuple[dict, list[str]]:
+    """`run` the fixture; its trials record and the epoch lines it printed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "profiling", "run", *flags, "--output-dir", str(tmp_path), "--",
+                           str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    trials = json.loads((tmp_path / f"{script.stem}.loaders.json").read_text())["trials"]
+    return trials, [line for line in done.stdout.splitlines() if line.startswith("epoch ")]
+
+
+def test_the_one_count_a_job_holds_is_timed_in_the_scripts_own_loader_not_restarted(tmp_path, repo):
+    """Where only the run's own count is tried (a 2-CPU job holds 1 worker), turns restarted its workers anyway: each
+    start was added to its "measured" step (unseen k_1: 192 ms a step against 134 over the untraced part) and,
+    torch seeding numpy anew in every new worker, the losses moved away from a plain run's. Now the untraced part is
+    its measurement: no turn, no start, and the plain run's losses."""
+    script = OWN / "workers_by_hand.py"
+    trials, epochs = profiled(repo, tmp_path, script, "--try-workers", "1", *QUICK)
+    assert epochs == [line for line in plain(script) if line.startswith("epoch ")] and len(epochs) == 3, epochs
+    assert trials["status"] in ("tried", "compute-bound") and trials["starts"] == 0, trials
+    assert list(trials["settings"]) == ["1"] and trials["settings"]["1"] == trials["untraced"]
+    assert trials["segments"] == [[1, trials["untraced"]["steps"], trials["untraced"]["seconds"]]]
+
+
+def test_the_persistent_edit_keeps_a_count_read_by_hand_and_runs_at_zero_workers(tmp_path, repo):
+    """`num_workers=cfg["workers"]` from a hand-parsed argv (unseen k_5), or a module global (k_6): the edit read
+    `persistent_workers=True`, and `--workers=0` then stops the script (ValueError). It keeps the user's count now;
+    the edit is made here as a user would and the script run with 0 and 2 workers."""
+    script = OWN / "workers_by_hand.py"
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "1", *QUICK)
+    line = line_of(script, "loader = DataLoader(")
+    edit = f"{script}:{line}  DataLoader(..., persistent_workers=cfg['workers'] > 0)"
+    assert report.advice.num_workers == 1 and report.advice.edits[1:] == [edit], report.advice.edits
+    kept = replace(report.advice.numbers, num_workers=1, current_workers=1, workers_known=True)
+    by_global = replace(report.facts, workers_given="num_workers")  # `num_workers = 1` at module level (k_6)
+    assert "persistent_workers=num_workers > 0" in script_edits(kept, by_global)[0]
+    more = replace(kept, num_workers=2)  # a new count on the line itself: a number, so True is right
+    assert script_edits(more, report.facts)[0].endswith("DataLoader(..., num_workers=2, persistent_workers=True)")
+    source = script.read_text().replace('num_workers=cfg["workers"])', 'num_workers=cfg["workers"], '
+                                        + edit.rpartition("..., ")[2])
+    edited = tmp_path / "edited.py"
+    edited.write_text(source)
+    assert source != script.read_text()
+    for workers, persistent in (("0", False), ("2", True)):
+        assert f"{workers} worker(s), persistent {persistent}" in plain(edited, f"--workers={workers}")
+
+
+def test_a_count_from_the_cpu_mask_is_set_by_the_edit(tmp_path):
+    """`min(8, len(os.sched_getaffinity(0)))` is the job's CPUs, the main process's among them: a 3-CPU job advised
+    2 workers would start 3 (unseen k_2). It counts as cpu_count() does now, so the edit sets the count itself."""
+    script = tmp_path / "mask.py"
+    script.write_text("n = min(8, len(os.sched_getaffinity(0)))\nloader = DataLoader(ds, num_workers=n)\n"
+                      "other = DataLoader(ds, num_workers=len(os.sched_getaffinity(0)) - 1)\n"
+                      "third = DataLoader(ds, num_workers=args.workers)\n")
+    assert workers_given(f"{script}:2") == ("n", True, None)
+    assert workers_given(f"{script}:3") == ("len(os.sched_getaffinity(0)) - 1", True, None)
+    assert workers_given(f"{script}:4") == ("args.workers", False, None)
+
+
+def test_a_loader_without_automatic_batching_is_tried_and_trains_as_plain(tmp_path, repo):
+    """`DataLoader(ds, sampler=BatchSampler(...), batch_size=None)`: each item its sampler yields is a batch, so the
+    worker count changes no data, yet nothing was tried (unseen k_4), and the fallback curve rebuilt it with
+    batch_size=1 and a sequential sampler (TypeError in the user's __getitem__). Counts are tried in it now, each epoch
+    keeps its batches and losses, and a rebuilt loader yields the script's batches."""
+    script = OWN / "batched_fetch.py"
+    trials, epochs = profiled(repo, tmp_path, script, "--try-workers", "0,1", *QUICK)
+    assert epochs == plain(script) and len(epochs) == 3 and all("128 batches" in e for e in epochs), epochs
+    assert trials["status"] == "tried" and set(trials["settings"]) == {"0", "1"}, trials
+    import torch
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
+
+    data = TensorDataset(torch.arange(40.0))
+    loader = DataLoader(data, sampler=BatchSampler(SequentialSampler(data), 8, drop_last=False), batch_size=None)
+    rebuilt = spec_of(loader).build(0)
+    assert [b[0].tolist() for b in rebuilt] == [b[0].tolist() for b in loader] and len(list(rebuilt)) == 5
