@@ -19,8 +19,8 @@ from profiling.records import ProfileError
 EXIT_BAD_INPUT = 2
 FORMATS = ("text", "md", "html", "json", "csv")
 DEFAULT_WORKERS = "0,1,2,4,8"
-LAZY_VERBS = {"run": ("profiling.runner", "run_command"), "loader": ("profiling.loader_curve", "loader_command"),
-              "compare": ("profiling.compare", "compare_command"), "sweep": ("profiling.sweep", "sweep_command")}
+LAZY_VERBS = {"run": ("profiling.runner", "run_command"), "compare": ("profiling.compare", "compare_command"),
+              "sweep": ("profiling.sweep", "sweep_command")}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -43,11 +43,6 @@ def _checked(text: str, parse: Callable[[str], Any], kind: str, fits: Callable[[
 
 def _non_negative_int(text: str) -> int:
     return _checked(text, int, "a whole number", lambda value: value >= 0, "expected a number >= 0, got {value}")
-
-
-def _positive_float(text: str) -> float:
-    return _checked(text, float, "a number", lambda value: 0 < value < float("inf"),
-                    "expected a finite number > 0, got {text}")
 
 
 def _worker_list(text: str) -> list[int]:
@@ -116,22 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output-dir", type=Path, default=None,
                         help="also write every report file (text, md, json, csv, html, plots) here")
     report.add_argument("--curve", type=Path, default=None,
-                        help="a loader curve from `loader --hold-ms` (default: <stem>.curve.json beside the "
-                             "profile); without one the advice is an estimate")
+                        help="a loader curve `run` measured (default: <stem>.curve.json beside the profile); "
+                             "without one the advice is an estimate")
     _add_job_flags(report)
-
-    loader = verbs.add_parser("loader", help="time the script's DataLoader at 0, 1, 2, 4, ... workers, each "
-                              "batch held as the loop would hold it (the loader curve), without training")
-    loader.add_argument("--output-dir", type=Path, default=Path("."), help="where <stem>.curve.json/.png go")
-    loader.add_argument("--seconds", type=float, default=2.0, help="seconds per num_workers setting")
-    loader.add_argument("--hold-ms", type=_positive_float, required=True,
-                        help="hold each batch this many ms before asking for the next, as your loop does: its "
-                             "compute per batch (a report's 'untraced step' or 'compute per batch'); the curve "
-                             "then shows the rate such a loop gets, at most 1000 / HOLD_MS batches/s")
-    loader.add_argument("--batches", type=_non_negative_int, default=3,
-                        help="stop the script after its loader gave this many batches, then measure")
-    loader.add_argument("command", nargs=argparse.REMAINDER, metavar="-- SCRIPT [ARGS...]",
-                        help="the training script and its arguments")
 
     compare = verbs.add_parser("compare", help="speedup per phase between two .lprof files")
     compare.add_argument("before", type=Path, metavar="BEFORE.lprof")
@@ -191,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.verb in ("run", "loader", "sweep"):
+        if args.verb in ("run", "sweep"):
             args.command = _script_command(parser, args.verb, args.command)
         if args.verb == "report":
             return _report_command(args)

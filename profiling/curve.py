@@ -1,8 +1,9 @@
 """The measured loader curve as data: read and write its JSON, and pick num_workers from it.
 
-Pure functions, no torch: the report reads a curve `run` or `loader` measured earlier, maybe elsewhere. Paced (each
-batch held for the loop's step), it says what such a loop gets, hand-over included. A curve timed alone (older versions)
-is shown, not advised from: what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md).
+Pure functions, no torch: the report reads a curve that `run` (or the retired `loader`) measured, perhaps elsewhere.
+Paced (each batch held for the loop's step), it says what such a loop gets, hand-over included. A curve timed alone
+(older versions) is shown, not advised from: what workers deliver alone is not what a loop beside them gets
+(docs/profiling-model.md).
 """
 from __future__ import annotations
 

@@ -5,17 +5,15 @@ wait, with a fudge factor a new machine breaks. Timing the real loader at k = 0,
 seconds and no GPU. Each batch is held for the loop's compute before the next is asked for (a paced curve), so the
 hand-over to a busy loop is measured; `profiling.curve.choose_workers` turns it into advice.
 
-Two ways in, through profiling.capture's hook: `run` sets DLPROF_CURVE when its run was too short to try worker counts
-in its own loop (measured at exit, after kernprof has its numbers); `loader --hold-ms MS` measures without training.
+`run` asks for it through profiling.capture's hook (DLPROF_CURVE) when its run was too short to try worker counts in
+its own loop: measured at exit, after kernprof has its numbers, each batch held for the loop's own step. (`profiling
+loader`, the same curve without training and held as long as the user said, is retired: the loop is timed instead.)
 """
 from __future__ import annotations
 
 import atexit
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,15 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from profiling import capture, interrupts
-from profiling.argv import output_stem
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, job_cpus, workers_for_cpus
-from profiling.curve import read_curve, write_curve
+from profiling.curve import write_curve
 from profiling.records import CurvePoint, LoaderCurve, curve_timing
 
-CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON; the report, or `loader`, draws it)
+CURVE_VAR = "DLPROF_CURVE"          # where to write the curve (JSON; the report draws it)
 SECONDS_VAR = "DLPROF_CURVE_SECONDS"
-HOLD_VAR = "DLPROF_CURVE_HOLD_MS"  # hold each batch this long, as the training loop would (a paced curve)
-HOLD_LOOP = "loop"  # ... HOLD_VAR's value for: as long as the loop's own compute per batch (`run`)
 SECONDS = 2.0        # per setting, after the first batch (worker start-up is left out)
 MAX_BATCHES = 1000   # per setting: a fast loader need not run its whole budget
 LADDER = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # about x1.5 apart
@@ -162,10 +157,8 @@ def measure_curve(spec: LoaderSpec, workers: Sequence[int], cpus: int, seconds: 
 class _CurveHook:
     """Keeps the spec of each loader capture records, and measures the busiest one at exit."""
 
-    def __init__(self, path: Path, seconds: float, hold_ms: float | str) -> None:
+    def __init__(self, path: Path, seconds: float) -> None:
         self.path, self.seconds = path, seconds
-        self.paced_by_loop = hold_ms == HOLD_LOOP
-        self.hold_ms = 0.0 if self.paced_by_loop else float(hold_ms)
         self.specs: list[tuple[dict, LoaderSpec]] = []
         self.capture: capture.Capture | None = None
 
@@ -210,15 +203,13 @@ class _CurveHook:
         # the training loader: whose loop took longest (an eval loader may give more, smaller ones), then most batches
         entry, spec = max(self.specs, key=lambda pair: (pair[0].get("loop_seconds") or 0.0,
                                                         pair[0].get("batches") or 0))
-        if self.paced_by_loop:
-            self.hold_ms = self.loop_hold_ms(entry)
-        if self.hold_ms <= 0:
+        if (hold_ms := self.loop_hold_ms(entry)) <= 0:
             return
         import torch
 
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         cpus = job_cpus() or 1
-        print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(self.hold_ms)}, {self.seconds:g} s "
+        print(f"loader curve: the DataLoader built at {spec.where}, {curve_timing(hold_ms)}, {self.seconds:g} s "
               f"per setting, on {cpus} CPU(s)", file=sys.stderr, flush=True)
         # torch's exit hook (registered on the script's import, so it ran first) marked the interpreter as exiting;
         # then _shutdown_workers does nothing and a later iterator at the same address fails in _set_worker_pids.
@@ -227,7 +218,7 @@ class _CurveHook:
         exiting, loader_utils.python_exit_status = loader_utils.python_exit_status, False
         try:
             curve = measure_curve(spec, worker_ladder(cpus, gpus, spec.pin_memory), cpus, self.seconds, gpus=gpus,
-                                  hold_s=self.hold_ms / 1e3)
+                                  hold_s=hold_ms / 1e3)
             print(f"loader curve: wrote {write_curve(curve, self.path)}", file=sys.stderr)
         except Exception as err:  # the script's run is done; a failed extra measurement must not hide it
             print(f"loader curve: not measured: {type(err).__name__}: {err}", file=sys.stderr)
@@ -240,41 +231,6 @@ def install() -> bool:
     """Measure the loader curve at exit when DLPROF_CURVE names a file (needs capture installed too)."""
     if not os.environ.get(CURVE_VAR) or not os.environ.get(capture.PATH_VAR):
         return False
-    _CurveHook(Path(os.environ[CURVE_VAR]), float(os.environ.get(SECONDS_VAR) or SECONDS),
-               os.environ.get(HOLD_VAR) or HOLD_LOOP).install()
+    _CurveHook(Path(os.environ[CURVE_VAR]), float(os.environ.get(SECONDS_VAR) or SECONDS)).install()
     return True
 
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m profiling.loader_curve SCRIPT ARGS`: run it, hooked, until its loader gave a few batches; measure."""
-    install()
-    return capture.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
-def loader_command(args: Any) -> int:
-    """`profiling loader --hold-ms MS -- SCRIPT ARGS`: writes `<stem>.curve.json` and `.png` into --output-dir."""
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    curve = out_dir / f"{output_stem(args.command[0])}.curve.json"
-    curve.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory() as scratch:
-        env = {**os.environ, capture.PATH_VAR: str(Path(scratch) / "loaders.json"), CURVE_VAR: str(curve),
-               SECONDS_VAR: str(args.seconds), capture.BATCHES_VAR: str(args.batches), HOLD_VAR: str(args.hold_ms)}
-        code = subprocess.run([sys.executable, "-m", "profiling.loader_curve", *args.command], env=env).returncode
-    if not curve.is_file():
-        print(f"profiling loader: no curve measured (the script exited with code {code} before a DataLoader "
-              "gave a batch?)", file=sys.stderr)
-        return code or 1
-    measured = read_curve(curve)
-    from profiling.plots import plot_curve
-
-    plot_curve(measured, curve.with_suffix(".png"))
-    print(json.dumps({"where": measured.where, "cpus": measured.cpus, "hold_ms": measured.hold_ms,
-                      "batches_per_s": {p.workers: round(p.batches_per_s, 1) for p in measured.points}}))
-    print(f"wrote {curve} and {curve.with_suffix('.png')}; the report of a profile with the same stem in this "
-          f"folder uses it, or pass it: python -m profiling report FILE.lprof --curve {curve}")
-    return 0

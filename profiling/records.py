@@ -163,7 +163,7 @@ class LoaderCurve:
 
 
 def curve_timing(hold_ms: float) -> str:
-    """How every place says a curve was timed: 'timed alone', or 'each batch held X ms' (`loader --hold-ms`)."""
+    """How every place says a curve was timed: 'timed alone' (older curves), or 'each batch held X ms'."""
     return f"each batch held {hold_ms:g} ms" if hold_ms > 0 else "timed alone"
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from profiling import capture
 from profiling.argv import declared_default, flag_value, output_stem
 from profiling.cpu_rule import workers_for_cpus
-from profiling.loader_curve import CURVE_VAR, HOLD_LOOP, HOLD_VAR, SECONDS_VAR
+from profiling.loader_curve import CURVE_VAR, SECONDS_VAR
 from profiling.precheck import has_profile_decorator, loop_module, unreachable_loop
 from profiling.records import ProfileError
 from profiling.facts import Environment, cores_per_gpu_of, cpus_from_env, gpus_from_env, read_environment
@@ -81,7 +81,7 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
         child_env.update({TRACE_VAR: str(args.trace_batches), TRY_VAR: args.try_workers,
                           SEGMENT_VAR: str(args.segment_seconds)})
     if args.curve_seconds > 0:
-        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(args.curve_seconds), HOLD_VAR: HOLD_LOOP})
+        child_env.update({CURVE_VAR: str(curve), SECONDS_VAR: str(args.curve_seconds)})
     started = datetime.now(timezone.utc)
     meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=started.isoformat(timespec="seconds"))
     sampler = None
