@@ -173,6 +173,7 @@ class Trials:
         self.queue = self.settings[turn:] + self.settings[:turn]
 
     def keeps_up(self, base: dict[str, float]) -> bool:
+        """The loader keeps up: the loop waited under LOADER_BOUND of its steps, or only a worker's hand-over."""
         wait = base["wait_seconds"] / base["steps"]
         return (base["wait_seconds"] < LOADER_BOUND * base["seconds"] or bool(self.own and 1e3 * wait <= HANDOFF_MS)
                 ) and not self.squeezed
@@ -257,7 +258,7 @@ class Trials:
             # their starts to its step and changed the losses of per-worker random augmentation (unseen k_1)
             whole = self.untraced
             self.timed, self.segments = {self.own: whole}, [(self.own, whole["steps"], whole["seconds"])]
-            self.status = "compute-bound" if self.keeps_up(self.untraced) else "tried"
+            self.status = "compute-bound" if self.keeps_up(whole) else "tried"
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials
