@@ -344,6 +344,10 @@ BRIEF: dict[str, str] = {
     "main_process_one_cpu": "Plus 1 CPU for the main process, which runs the training loop.",
 }
 
+# Where the job's CPUs cap the count, the cap's own line says what these say; as "Why" lines beside a capped count
+# they read as asking for more workers than advised ("one worker needs 17.83 ms a batch", then 1 worker: unseen k_4).
+SAID_BY_THE_CAP = ("waited_untraced", "workers_from_main_process", "workers_from_starved_loop")
+
 # The lesson script's flags for a rule's remedy, kept apart: `run` profiles any script, only mnist_classify.py has them.
 LESSON_SCRIPT_HINTS: dict[str, str] = {
     "capped_by_cpus": "(mnist_classify.py: --gpu-resident keeps the data on the GPU.)",
@@ -396,6 +400,6 @@ def advise(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None 
 
     return Advice(num_workers=numbers.num_workers, cpus_per_task=numbers.cpus_per_task,
                   reasons=texts("advice"), briefs=[rule.brief(numbers) for rule in fired if rule.level == "advice"
-                                                   and not (rule.name == "waited_untraced" and numbers.capped)],
+                                                   and not (numbers.capped and rule.name in SAID_BY_THE_CAP)],
                   warnings=texts("warning"), notes=texts("note"), edits=edits,
                   fired_rules=[rule.name for rule in fired], numbers=numbers)

@@ -101,3 +101,19 @@ def test_a_loader_without_automatic_batching_is_tried_and_trains_as_plain(tmp_pa
     loader = DataLoader(data, sampler=BatchSampler(SequentialSampler(data), 8, drop_last=False), batch_size=None)
     rebuilt = spec_of(loader).build(0)
     assert [b[0].tolist() for b in rebuilt] == [b[0].tolist() for b in loader] and len(list(rebuilt)) == 5
+
+
+def test_where_the_cpus_cap_an_estimate_the_why_lines_say_so_not_how_many_workers_it_needs():
+    """A 2-CPU job whose loop waited 81 % (unseen k_4, estimated): the terminal's three "Why" lines read "one worker
+    needs about 17.83 ms a batch; the loop takes one every 3.43 ms" above an advice of 1 worker, and the line saying
+    2 CPUs cap the count came fourth, off the terminal. The cap's line now stands in for the need's."""
+    from profiling.records import JobFacts, LoopSummary
+    from profiling.advice import advise
+
+    loop = LoopSummary("train.py", "train", 57, 100, 100 * 0.01440, 100 * 0.00343, 1)
+    advice = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1))
+    assert advice.num_workers == 1 and {"capped_by_cpus", "workers_from_starved_loop"} <= set(advice.fired_rules)
+    why = advice.briefs[:3]
+    assert any("CPU(s) hold: the loader stays the bottleneck" in line for line in why), why
+    assert not any("One worker needs" in line for line in advice.briefs), advice.briefs
+    assert any("one worker needs about" in reason for reason in advice.reasons)  # the Markdown, HTML and JSON keep it
