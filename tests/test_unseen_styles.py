@@ -14,7 +14,7 @@ from pathlib import Path
 from profiling.advice import script_edits
 from profiling.loader_curve import spec_of
 from profiling.precheck import workers_given
-from tests.test_own_scripts import OWN, line_of, profiled_report
+from tests.test_own_scripts import OWN, dlprof, line_of, profiled_report
 
 QUICK = ("--trace-batches", "16", "--segment-seconds", "0.2", "--formats", "json")
 
@@ -28,10 +28,7 @@ def plain(script: Path, *args: str) -> list[str]:
 
 def profiled(repo: Path, tmp_path: Path, script: Path, *flags: str) -> tuple[dict, list[str]]:
     """`run` the fixture; its trials record and the epoch lines it printed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-m", "profiling", "run", *flags, "--output-dir", str(tmp_path), "--",
-                           str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = dlprof(repo, "run", *flags, "--output-dir", str(tmp_path), "--", str(script), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     trials = json.loads((tmp_path / f"{script.stem}.loaders.json").read_text())["trials"]
     return trials, [line for line in done.stdout.splitlines() if line.startswith("epoch ")]
