@@ -30,7 +30,8 @@ table.meta th { text-align: left; } table.meta td { text-align: left; font-famil
 _STYLE += (f"table.lines td:nth-child({LINE_COLUMNS.index('source') + 1}) {{ font-family: ui-monospace, monospace; "
            "white-space: pre; text-align: left; }\n")  # the line table's source column, as code
 
-META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "wall_seconds", "exit_code", "slurm")  # shown on top
+# Run metadata shown at the top (CPUs, GPUs and workers come from `report.facts` instead).
+META_KEYS = ("argv", "cwd", "hostname", "start_time", "end_time", "wall_seconds", "exit_code", "slurm")
 
 
 def _esc(value: object) -> str:

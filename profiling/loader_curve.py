@@ -57,8 +57,9 @@ class LoaderSpec:
             options.update(multiprocessing_context=self.multiprocessing_context, prefetch_factor=self.prefetch_factor)
         if not isinstance(self.dataset, IterableDataset):  # (an IterableDataset takes no sampler)
             if self.batch_size is None:  # its own batch_sampler, or none: each item its sampler yields is a batch
-                return DataLoader(self.dataset, batch_sampler=self.batch_sampler, **options) if self.batch_sampler \
-                    is not None else DataLoader(self.dataset, sampler=self.sampler, batch_size=None, **options)
+                fed = {"batch_sampler": self.batch_sampler} if self.batch_sampler is not None \
+                    else {"sampler": self.sampler, "batch_size": None}  # (as profiling.trials feeds its loaders)
+                return DataLoader(self.dataset, **fed, **options)
             options["sampler"] = self.sampler
         return DataLoader(self.dataset, batch_size=self.batch_size, drop_last=self.drop_last, **options)
 

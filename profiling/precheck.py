@@ -16,6 +16,7 @@ from profiling.argv import parse_script
 from profiling.phases import LoaderLoop, callee, classify_function
 
 SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
+CPU_COUNT = re.compile(r"cpu_count\(|sched_getaffinity\(")  # the node's cores; the job's CPUs, its main process's too
 
 
 def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -157,8 +158,7 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
     if not line.isdigit():  # capture's "?" where it could not tell
         return None, False, None
     nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
-    counts = re.compile(r"cpu_count\(|sched_getaffinity\(").search  # the node's cores, or the job's with its main's
-    named = {t.id for n in nodes if isinstance(n, ast.Assign) and counts(ast.unparse(n.value))
+    named = {t.id for n in nodes if isinstance(n, ast.Assign) and CPU_COUNT.search(ast.unparse(n.value))
              for t in n.targets if isinstance(t, ast.Name)}
     calls = [n for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)]
     given = [k.value for c in calls for k in c.keywords if k.arg == "num_workers" and type(k.value) is not ast.Constant]
@@ -167,7 +167,7 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
                    and isinstance(k.value, (ast.Name, ast.Attribute, ast.Subscript))), None)
     spread = None if {"num_workers", "pin_memory", "persistent_workers"} & {k.arg for k in own} else spread
     return (ast.unparse(given[0]) if given else spread and f"{spread}.get('num_workers', 0)"), any(
-        counts(ast.unparse(v)) or isinstance(v, ast.Name) and v.id in named for v in given), spread
+        CPU_COUNT.search(ast.unparse(v)) or isinstance(v, ast.Name) and v.id in named for v in given), spread
 
 
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:
