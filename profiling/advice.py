@@ -304,7 +304,7 @@ RULES: tuple[Rule, ...] = (
          "Keep pin_memory=True in the DataLoader: batches then arrive in page-locked memory and "
          "`.to(device, non_blocking=True)` can overlap the copy with compute."),
     Rule("persistent_workers", "note", lambda n: n.loop_found and (n.num_workers or 0) >= 1
-         and n.persistent_workers is not True,
+         and n.persistent_workers is None,
          "Add persistent_workers=True to the DataLoader: otherwise the {num_workers} worker(s) are "
          "started again at every epoch, and the first batches of each epoch wait for them."),
     Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",
@@ -367,7 +367,7 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     # a count the user sets elsewhere (a flag, a config, a global: unseen k_5, k_6) may be set to 0 later, which
     # persistent_workers=True would make an error
     extras = [f"persistent_workers={kept} > 0" if kept else "persistent_workers=True"] \
-        if workers >= 1 and facts.persistent_workers is not True else []
+        if workers >= 1 and facts.persistent_workers is None else []
     extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
     edits = [f"{facts.workers_flag}{' ' * (facts.workers_flag[-1] != '=')}{workers}"] if facts.workers_flag else []
     edits += [facts.workers_set_at.replace("{n}", str(workers))] if facts.workers_set_at and changed else []

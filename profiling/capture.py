@@ -81,6 +81,7 @@ class Capture:
             built = dict(zip(("built_at", "built_by", "call"), getattr(loader, "_dlprof_built", ("?", None, None))))
             entry = {**built, "iterated_at": self.caller(loader)[0],
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
+                     "epoch_batches": -(-(length or 0) // (loader.batch_size or 1)),  # 0 without a length
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None,
                      "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
@@ -150,7 +151,7 @@ class Capture:
             if capture.trials is None:
                 iterator = interrupts.guarded(iterate, self)
             else:  # the training loader after its traced part: maybe served by other worker counts
-                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate)
+                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate, capture.caller(self)[0])
             if isinstance(iterator, trials_module.Segmented):
                 iterator.after = lambda asked: capture.batch(entry, iterator, asked)
             else:

@@ -138,8 +138,7 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
                     pin_memory=pin_memory if isinstance(pin_memory, bool)
                     else switch(argv, "--pin-memory", "--no-pin-memory"),
-                    persistent_workers=persistent if isinstance(persistent, bool)
-                    else switch(argv, "--persistent-workers"),
+                    persistent_workers=persistent or switch(argv, "--persistent-workers"),  # False: said so
                     loader_at=built_at if isinstance(built_at, str) else None, loader_built_by=loader.get("built_by"),
                     loader_call=loader.get("call") or "DataLoader", read_share=split.get("read_share"),
                     read_ms=split.get("read_ms_per_batch"), decode_ms=split.get("decode_ms_per_batch"))

@@ -111,7 +111,9 @@ def _is_range(expr: ast.expr) -> bool:
 
 def _is_loader_loop(loop: ast.For | ast.AsyncFor, inside_loader: bool) -> bool:
     """A loop over a named loader; else the innermost stepping loop not already inside a loader loop."""
-    if _is_range(loop.iter):
+    walks = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name) and LOADER_NAMES.search(n.id)}
+    if _is_range(loop.iter) or any(isinstance(n, (ast.For, ast.AsyncFor)) and walks & set(_names(n.iter))
+                                   for n in ast.walk(loop) if n is not loop):  # `for name, loader in loaders.items()`
         return False
     if any(LOADER_NAMES.search(n) for n in _names(loop.iter)):
         return True

@@ -170,6 +170,15 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
         CPU_COUNT.search(ast.unparse(v)) or isinstance(v, ast.Name) and v.id in named for v in given), spread
 
 
+def turned_off(where: str, key: str, root: str = ".") -> bool:
+    """The call at `where` (file:line) sets `key` to False in so many words: a reason of its own, which an edit keeps
+    (`persistent_workers=False`: a dataset told its epoch, persistent workers keep epoch 0: unseen l_2)."""
+    file, _, line = where.rpartition(":")
+    nodes = ast.walk(parse_script(Path(root, file)) or ast.Module([], [])) if line.isdigit() else ()
+    return any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False
+               for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords)
+
+
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:
     """Where the `cfg.num_workers` or `cfg["num_workers"]` a DataLoader is `given` is set to a number: the one line in
     the script (a dataclass's default), else in a config file the run was given or the script names, as an edit with

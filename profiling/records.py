@@ -43,7 +43,7 @@ class JobFacts:
     source: str = ""                # where the numbers came from, said in the report
     requested: bool = False         # `cpus` is what the job asked for (Slurm or --cpus), not just a machine's size
     pin_memory: bool | None = None  # the run's --pin-memory / --no-pin-memory; None when it did not say
-    persistent_workers: bool | None = None  # the run's --persistent-workers; None when it did not say
+    persistent_workers: bool | None = None  # on; False: the script says False in so many words; None: not said
     read_share: float | None = None  # share of the workers' time spent opening and reading files (io_split)
     read_ms: float | None = None     # ... per batch, and decoding/transforming per batch, when measured
     decode_ms: float | None = None

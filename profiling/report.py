@@ -16,7 +16,7 @@ from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import takes_metrics_json, worker_flag, workers_given, workers_set_at
+from profiling.precheck import takes_metrics_json, turned_off, worker_flag, workers_given, workers_set_at
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -94,8 +94,8 @@ def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, s
     notes = [f"the DataLoader at {at} was built {built} times: its workers started anew each time and no worker count "
              "could be tried in it. Build it once, before the epoch loop"] if built > 1 and status not in (
         "tried", "compute-bound") else []
-    notes += [f"the DataLoader at {at} was built {built} times (a fold or a stage each, say): worker counts were tried "
-              "in the first only"] if built > 1 and status == "tried" else []
+    notes += [f"the DataLoader at {at} was built {built} times (a fold, a stage or a domain each, say): worker counts "
+              "were tried in the first only"] if built > 1 and status == "tried" else []
     notes += list(dict.fromkeys(  # a second stage's training loop, which the advice does not cover
         f"the loop at {e['iterated_at']} waited {100 * e['loop_wait_seconds'] / e['loop_seconds']:.0f}% of each step "
         f"for the DataLoader at {e['built_at']}: nothing was tried or edited there; profile that part alone"
@@ -145,7 +145,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd, facts.loader_call)
         flag = worker_flag(script, args, given)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
-                        workers_given=given, loader_kwargs=spread,
+                        workers_given=given, loader_kwargs=spread, persistent_workers=False if turned_off(
+                            facts.loader_at or "?", "persistent_workers", cwd) else facts.persistent_workers,
                         workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which leaves the main process "
               "no CPU of its own (cpu_count() counts even the node's cores): the edit sets the count itself"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -52,7 +53,7 @@ class Trials:
                  asked: str = "auto") -> None:
         self.trace_batches, self.segment_s, self.asked = trace_batches, segment_s, asked
         self.entry: dict[str, Any] | None = None  # the training loader's capture entry
-        self.tracing, self.traced_batches = True, 0
+        self.tracing, self.traced_batches, self.away = True, 0, False  # away: a pass the trials leave alone
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
         self.gpus, self.pin, self.rounds = 0, False, 0
@@ -80,17 +81,18 @@ class Trials:
 
     def is_training(self, entry: Any) -> bool:
         """The training loader is the first the script iterates, unless it does not shuffle, has not delivered an
-        epoch, and one that shuffles comes before anything is tried (Lightning checks two validation batches first)."""
+        epoch or one only (Lightning checks two validation batches first; a statistics pass, unseen l_3), and one that
+        shuffles comes, with gradients on, before anything is tried."""
         first = self.entry
-        epoch = -(-((first or {}).get("dataset_length") or 0) // ((first or {}).get("batch_size") or 1))
         if first is None or (entry is not first and entry.get("shuffles") and not first.get("shuffles")
-                             and self.own is None and first.get("batches", 0) < epoch):
+                             and self.own is None and (first["batches"] < first["epoch_batches"] or first["epochs"] < 2)
+                             and sys.modules["torch"].is_grad_enabled()):
             self.entry, self.traced_batches, self.traced = entry, 0, dict(NO_TIME)
         return entry is self.entry
 
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
         """One batch of any loader: count the traced ones, time the untraced ones of the training loader."""
-        if not self.is_training(entry):
+        if not self.is_training(entry) or self.away:
             return
         if step_s is not None and wait_s is not None:
             self.add(self.traced if self.tracing else self.untraced, step_s, wait_s)
@@ -104,13 +106,19 @@ class Trials:
         into.update(steps=into["steps"] + 1, seconds=into["seconds"] + step_s,
                     wait_seconds=into["wait_seconds"] + wait_s, squares=into.get("squares", 0.0) + step_s * step_s)
 
-    def iterator(self, loader: Any, entry: Any, make: Any) -> Any:
-        """The iterator for a new epoch: the script's own while tracing, else the segmented one."""
+    def iterator(self, loader: Any, entry: Any, make: Any, where: str = "?") -> Any:
+        """The iterator for a new epoch: the script's own while tracing, else the segmented one. A first pass cut short
+        at another line (a peek, an LR finder: unseen l_4) was not the loop: the traced part starts again at this one.
+        A pass without gradients (an accuracy pass over the training loader: l_1) is served, not timed."""
         if not self.is_training(entry):
             return make(loader)
+        if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 \
+                and entry["batches"] < min(entry["epoch_batches"], self.trace_batches):
+            entry["iterated_at"], entry["epochs"], self.traced_batches, self.traced = where, 1, 0, dict(NO_TIME)
         if self.tracing and entry.get("epochs", 1) > 1:  # the traced part is one epoch at most
             self.stop_tracing()
-        if self.tracing or self.status not in ("traced only", "trying"):
+        self.away = not sys.modules["torch"].is_grad_enabled()
+        if self.tracing or self.away or self.status not in ("traced only", "trying"):
             return make(loader)
         if self.own is None:
             if why := self.unsupported(loader):
@@ -120,11 +128,9 @@ class Trials:
         return make(loader) if self.settings == [self.own] else Segmented(self, loader, make)  # one: never restarted
 
     def unsupported(self, loader: Any) -> str | None:
-        from torch.utils.data import IterableDataset
-
         if self.asked == "off":
             return "switched off (--try-workers off)"
-        if isinstance(loader.dataset, IterableDataset):
+        if isinstance(loader.dataset, sys.modules["torch"].utils.data.IterableDataset):
             return "an IterableDataset, whose workers split the stream (their number would change the data)"
         return None
 
@@ -215,7 +221,7 @@ class Trials:
     def loader_for(self, workers: int, loader: Any) -> Any:
         """The DataLoader of one count: the script's dataset and options, the shared feed. Only this count's workers
         live, as in a job of its own: with every count's kept, an H200 put 4-8 workers 7-15 % behind 12, separate
-        processes 0-3 % (docs/results/issue34-h200-08f6). A count going on past an epoch's end keeps its workers."""
+        processes 0-3 % (docs/results/issue34-h200-08f6). One going on past an epoch's end keeps them (Segmented)."""
         import torch
         from torch.utils.data import DataLoader
 
@@ -266,7 +272,8 @@ class Trials:
             self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (
-                "while timing its own worker count, before others" if self.timed else "within the traced part")
+                "while timing its own worker count, before others" if self.timed else "in its loader's first epoch "
+                "(counts are tried from its second)" if self.untraced["steps"] else "within the traced part")
         turn_s = self.turn_s()
         return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches,
@@ -305,6 +312,7 @@ class Segmented:
         # moved every later epoch's order, and the losses, away from a plain run's)
         if not (loader.persistent_workers and loader.num_workers > 0 and loader._iterator is not None):
             torch.empty((), dtype=torch.int64).random_(generator=loader.generator)
+            trials.drop(list(trials.loaders))  # its workers fork the dataset as this epoch has it (set_epoch: l_2)
         self.feed.batches, self.feed.handed = list(loader._index_sampler), 0  # the epoch, once, from its sampler
         self.delivered, self.inner, self.workers, self.timing = 0, None, None, False
         self.after: Any = lambda asked: None

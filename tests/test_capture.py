@@ -60,7 +60,7 @@ def test_the_loop_gets_its_own_loader_and_the_facts_use_it(tmp_path):
     assert loader_for_loop([shared, train], "t.py", 20) is shared
     assert loader_for_loop([shared, train], "t.py", 20, {"built_at": "t.py:5", "iterated_at": "t.py:20"}) is train
     facts = job_facts(cpus=4, gpus=1, environment=Environment(), loader=train, meta={"num_workers": 1})
-    assert (facts.num_workers, facts.pin_memory, facts.persistent_workers) == (3, True, False)
+    assert (facts.num_workers, facts.pin_memory, facts.persistent_workers) == (3, True, None)  # off, not said off
     assert facts.loader_at == "t.py:5"
     assert "the script's DataLoader (t.py:5)" in facts.source
     assert job_facts(cpus=4, num_workers=5, environment=Environment(), loader=train).num_workers == 5

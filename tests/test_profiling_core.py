@@ -110,6 +110,9 @@ def test_phases_of_the_classic_training_loop():
     # PyTorch's DCGAN names its models netG and netD (unseen i_3: no forward row before)
     ("for real, _ in loader:\n    fake = netG(noise)\n    out = netD(fake.detach())\n    opt.step()",
      {2: "data_wait", 3: "forward", 4: "forward", 5: "optimizer"}),
+    # a walk over a dict of loaders, one a domain (unseen l_6): the inner loop waits for data, the outer one not
+    ("for domain, loader in loaders.items():\n    for x, y in loader:\n        model(x).sum().backward()",
+     {2: "other", 3: "data_wait", 4: "backward"}),
 ])
 def test_phases_from_the_ast(snippet, expected):
     source = "def f(model, data, opt):\n" + textwrap.indent(snippet, "    ") + "\n"
@@ -536,8 +539,8 @@ def test_loader_notes_name_each_other_loader_once_and_only_when_it_costs():
     assert loader_notes([val], None, None)[0].startswith("the DataLoader at t.py:12 started")
     # k folds, each its own loader from one line (unseen i_1): tried in the first only, and said so
     assert loader_notes(again, train, "tried") == [
-        "the DataLoader at t.py:10 was built 2 times (a fold or a stage each, say): worker counts were tried in the "
-        "first only"]
+        "the DataLoader at t.py:10 was built 2 times (a fold, a stage or a domain each, say): worker counts were "
+        "tried in the first only"]
     # a second stage's training loop (unseen i_2), which waited 87 % of its steps: named once, as nothing covers it
     stage = {"built_at": "t.py:40", "iterated_at": "t.py:45", "batches": 240, "epochs": 3, "num_workers": 1,
              "persistent_workers": True, "shuffles": True, "loop_seconds": 7.39, "loop_wait_seconds": 6.44}

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 from torch.utils.data import Dataset
 
 from profiling.advice import RULES, advise, model_numbers, untraced_own
@@ -179,10 +180,11 @@ def test_a_subset_random_sampler_and_shuffle_true_count_as_shuffling_a_fixed_ord
 
 def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_came_first():
     """Lightning iterates two validation batches before it trains: a loader that shuffles takes over from a
-    first one that does not and has not delivered a whole epoch, which is then forgotten. A first loader
-    that delivered an epoch (an unshuffled training loader), or that shuffles, stays."""
-    def loader(shuffles: bool, batches: int = 0) -> dict:  # a capture entry: 10 batches an epoch
-        return {"shuffles": shuffles, "dataset_length": 80, "batch_size": 8, "batches": batches}
+    first one that does not and has not delivered a whole epoch, or has delivered one only (a statistics pass:
+    unseen l_3), which is then forgotten. A first loader iterated again (an unshuffled training loader), or that
+    shuffles, stays; and a pass without gradients (an evaluation) takes over from none."""
+    def loader(shuffles: bool, batches: int = 0, epochs: int = 1) -> dict:  # a capture entry: 10 batches an epoch
+        return {"shuffles": shuffles, "epoch_batches": 10, "batches": batches, "epochs": epochs}
 
     val, train, other = loader(False, batches=2), loader(True), loader(True)
     trials = Trials()
@@ -192,8 +194,13 @@ def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_c
     trials.batch(train, 0.02, 0.01)
     assert trials.entry is train and trials.traced_batches == 1 and trials.traced["steps"] == 1
     assert not trials.is_training(val) and not trials.is_training(other)
-    trials, first = Trials(), loader(False, batches=10)  # an unshuffled loader that delivered an epoch stays
+    trials, first = Trials(), loader(False, batches=20, epochs=2)  # an unshuffled loader iterated again stays
     assert trials.is_training(first) and not trials.is_training(train)
+    trials, first = Trials(), loader(False, batches=10)  # one that delivered one epoch, a statistics pass, gives way
+    assert trials.is_training(first)
+    with torch.no_grad():  # ... but not to an evaluation
+        assert not trials.is_training(train)
+    assert trials.is_training(train) and not trials.is_training(first)
     trials, first = Trials(), loader(False, batches=3)
     trials.is_training(first)
     trials.own = 0  # ... and so does one whose counts are being tried

@@ -1,6 +1,6 @@
-"""Styles met in scripts the kit had never seen (docs/results/unseen-styles-cpu, batch k), each as a fixture in
+"""Styles met in scripts the kit had never seen (docs/results/unseen-styles-cpu, batches k and l), each as a fixture in
 tests/data/own_scripts/ and a real `run`: a count read by hand, a count from the CPU mask, the one count a job's
-CPUs hold, and a DataLoader without automatic batching."""
+CPUs hold, a DataLoader without automatic batching, and passes over loaders around the training loop."""
 from __future__ import annotations
 
 import json
@@ -14,6 +14,7 @@ from pathlib import Path
 from profiling.advice import script_edits
 from profiling.loader_curve import spec_of
 from profiling.precheck import workers_given
+from profiling.report import build_report
 from tests.test_own_scripts import OWN, dlprof, line_of, profiled_report
 
 QUICK = ("--trace-batches", "16", "--segment-seconds", "0.2", "--formats", "json")
@@ -114,3 +115,24 @@ def test_where_the_cpus_cap_an_estimate_the_why_lines_say_so_not_how_many_worker
     assert any("CPU(s) hold: the loader stays the bottleneck" in line for line in why), why
     assert not any("One worker needs" in line for line in advice.briefs), advice.briefs
     assert any("one worker needs about" in reason for reason in advice.reasons)  # the Markdown, HTML and JSON keep it
+
+
+def test_passes_around_the_loop_are_not_the_loop_and_a_told_dataset_is_never_stale(tmp_path, repo):
+    """Unseen batch l: a statistics pass over a loader that keeps its order was taken for the training loader (l_3:
+    nothing tried, all traced); a first pass cut short elsewhere, a peek or an LR finder, for the loop (l_4); an
+    accuracy pass over the training loader without gradients was timed as training steps (l_1); and the tried counts'
+    workers, kept alive over epochs, fed a dataset told its epoch items of an older one (l_2), whose DataLoader says
+    persistent_workers=False: the report asked to add it."""
+    script = OWN / "passes_around_training.py"
+    trials, printed = profiled(repo, tmp_path, script, "--try-workers", "0,1", *QUICK[:2], "--segment-seconds", "1")
+    report = build_report(tmp_path / f"{script.stem}.lprof")
+    assert trials["loader"]["iterated_at"] == f"{script}:{line_of(script, 'for x, y, told in loader:')}", trials
+    assert printed == [line for line in plain(script) if line.startswith("epoch ")] and len(printed) == 4, printed
+    assert all(", 0 stale items," in line for line in printed), printed
+    assert trials["status"] == "tried" and set(trials["settings"]) == {"0", "1"}, trials
+    assert trials["traced_batches"] == 16 and trials["untraced"]["steps"] <= 4 * 80 - 16, trials  # training steps only
+    assert (report.loop.function, report.loop.header_line) == ("train", line_of(script, "for x, y, told in loader:"))
+    more = replace(report.advice.numbers, num_workers=1, current_workers=1, workers_known=True)
+    assert report.facts.persistent_workers is False, report.facts  # said so: no note, no edit adds it
+    assert not any("persistent" in edit for edit in script_edits(more, report.facts))
+    assert "persistent_workers" not in report.advice.fired_rules, report.advice.fired_rules
