@@ -138,10 +138,11 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
     flags = []
     for node in (c for c in calls if c.func.attr == "add_argument"):
         options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        if any("worker" in o.lower() or o == "-j" for o in options if o.startswith("-")):
-            flag = max(options, key=lambda o: (o.startswith("--"), len(o)))
-            dest = next((k.value.value for k in node.keywords if k.arg == "dest"), flag.lstrip("-").replace("-", "_"))
-            flags.append((f"{given}".endswith(f".{dest}"), (f"{args[0]} ... " if sub else "") + flag))
+        flag = max(options, key=lambda o: (o.startswith("--"), len(o)), default="")
+        dest = next((k.value.value for k in node.keywords if k.arg == "dest"), flag.lstrip("-").replace("-", "_"))
+        mine = f"{given}".endswith(f".{dest}")  # `--nw` for `num_workers=args.nw` (unseen m_4)
+        if flag.startswith("-") and (mine or any("worker" in o.lower() or o == "-j" for o in options)):
+            flags.append((mine, (f"{args[0]} ... " if sub else "") + flag))
     if flags:
         return max(flags, key=lambda f: f[0])[1]  # max keeps the first of equals
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
@@ -174,9 +175,9 @@ def turned_off(where: str, key: str, root: str = ".") -> bool:
     """The call at `where` (file:line) sets `key` to False in so many words: a reason of its own, which an edit keeps
     (`persistent_workers=False`: a dataset told its epoch, persistent workers keep epoch 0: unseen l_2)."""
     file, _, line = where.rpartition(":")
-    nodes = ast.walk(parse_script(Path(root, file)) or ast.Module([], [])) if line.isdigit() else ()
-    return any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False
-               for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords)
+    return line.isdigit() and any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False for n in
+                                  ast.walk(parse_script(Path(root, file)) or ast.Module([], []))
+                                  if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords)
 
 
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:

@@ -91,11 +91,10 @@ def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, s
     tried), loaders zipped with it (tried and edited on it alone), and loaders that restart their workers each pass."""
     at = (loader or {}).get("built_at")
     built = sum(e.get("built_at") == at for e in loaders) if at else 0
-    notes = [f"the DataLoader at {at} was built {built} times: its workers started anew each time and no worker count "
-             "could be tried in it. Build it once, before the epoch loop"] if built > 1 and status not in (
-        "tried", "compute-bound") else []
-    notes += [f"the DataLoader at {at} was built {built} times (a fold, a stage or a domain each, say): worker counts "
-              "were tried in the first only"] if built > 1 and status == "tried" else []
+    notes = [f"the DataLoader at {at} was built {built} times" + (
+        " (a fold, a stage, a domain or a run each, say): worker counts were tried in one only" if status == "tried"
+        else ": its workers started anew each time and no worker count could be tried in it. Build it once, before the "
+        "epoch loop")] if built > 1 and status != "compute-bound" else []
     notes += list(dict.fromkeys(  # a second stage's training loop, which the advice does not cover
         f"the loop at {e['iterated_at']} waited {100 * e['loop_wait_seconds'] / e['loop_seconds']:.0f}% of each step "
         f"for the DataLoader at {e['built_at']}: nothing was tried or edited there; profile that part alone"

@@ -53,20 +53,18 @@ class Trials:
                  asked: str = "auto") -> None:
         self.trace_batches, self.segment_s, self.asked = trace_batches, segment_s, asked
         self.entry: dict[str, Any] | None = None  # the training loader's capture entry
-        self.tracing, self.traced_batches, self.away = True, 0, False  # away: a pass the trials leave alone
+        self.tracing, self.traced_batches, self.away, self.graded = True, 0, False, True  # away: a pass left alone
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
         self.gpus, self.pin, self.rounds = 0, False, 0
-        self.settings: list[int] = []
-        self.queue: list[int] = []
+        self.settings, self.queue = [], []  # the counts still in the running; the next turns'
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
         self.starts: list[float] = []  # seconds from each turn's new workers to its first batch
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
         self.untraced, self.traced = (dict(NO_TIME) for _ in range(2))
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
-        self.mask: set[int] | None = None
-        self.threads: int | None = None
+        self.mask, self.threads = None, None  # the job's CPUs, and torch's threads in the script, once started
         self.feed, self.loaders = Feed(), {}  # the DataLoader of the count whose turn it is, fed by one sampler
 
     def stop_tracing(self) -> None:
@@ -80,14 +78,15 @@ class Trials:
             profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
 
     def is_training(self, entry: Any) -> bool:
-        """The training loader is the first the script iterates, unless it does not shuffle, has not delivered an
-        epoch or one only (Lightning checks two validation batches first; a statistics pass, unseen l_3), and one that
-        shuffles comes, with gradients on, before anything is tried."""
-        first = self.entry
-        if first is None or (entry is not first and entry.get("shuffles") and not first.get("shuffles")
-                             and self.own is None and (first["batches"] < first["epoch_batches"] or first["epochs"] < 2)
-                             and sys.modules["torch"].is_grad_enabled()):
-            self.entry, self.traced_batches, self.traced = entry, 0, dict(NO_TIME)
+        """The first loader iterated, unless before anything is tried it was one pass only and gives way to the next
+        iterated with gradients on: one that shuffles where it did not (Lightning's validation check, a statistics pass:
+        unseen l_3) or any where it had none (an evaluation: m_4); or, cut short, to one built at its line (warm-up)."""
+        first, grad = self.entry, sys.modules["torch"].is_grad_enabled()
+        once = first is not None and entry is not first and self.own is None and first["epochs"] < 2
+        if first is None or once and (grad and (entry.get("shuffles") and not first.get("shuffles") or not self.graded)
+                                      or first["batches"] < first["epoch_batches"] and not entry.get("batches")
+                                      and (entry.get("built_at") or "?") == first.get("built_at") != "?"):
+            self.entry, self.traced_batches, self.traced, self.graded = entry, 0, dict(NO_TIME), grad
         return entry is self.entry
 
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
@@ -108,8 +107,9 @@ class Trials:
 
     def iterator(self, loader: Any, entry: Any, make: Any, where: str = "?") -> Any:
         """The iterator for a new epoch: the script's own while tracing, else the segmented one. A first pass cut short
-        at another line (a peek, an LR finder: unseen l_4) was not the loop: the traced part starts again at this one.
-        A pass without gradients (an accuracy pass over the training loader: l_1) is served, not timed."""
+        at another line (a peek, an LR finder: unseen l_4) was not the loop: the traced part starts again here. A pass
+        at another line without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is
+        served, not timed."""
         if not self.is_training(entry):
             return make(loader)
         if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 \
@@ -117,7 +117,7 @@ class Trials:
             entry["iterated_at"], entry["epochs"], self.traced_batches, self.traced = where, 1, 0, dict(NO_TIME)
         if self.tracing and entry.get("epochs", 1) > 1:  # the traced part is one epoch at most
             self.stop_tracing()
-        self.away = not sys.modules["torch"].is_grad_enabled()
+        self.away = where not in ("?", entry["iterated_at"]) and not sys.modules["torch"].is_grad_enabled()
         if self.tracing or self.away or self.status not in ("traced only", "trying"):
             return make(loader)
         if self.own is None:

@@ -537,10 +537,10 @@ def test_loader_notes_name_each_other_loader_once_and_only_when_it_costs():
     assert loader_notes([train, shorter], train, "tried") == []
     assert "was built 2 times" in loader_notes(again, train, "traced only")[0]
     assert loader_notes([val], None, None)[0].startswith("the DataLoader at t.py:12 started")
-    # k folds, each its own loader from one line (unseen i_1): tried in the first only, and said so
+    # k folds, each its own loader from one line (unseen i_1): tried in one only, and said so
     assert loader_notes(again, train, "tried") == [
-        "the DataLoader at t.py:10 was built 2 times (a fold, a stage or a domain each, say): worker counts were "
-        "tried in the first only"]
+        "the DataLoader at t.py:10 was built 2 times (a fold, a stage, a domain or a run each, say): worker counts "
+        "were tried in one only"]
     # a second stage's training loop (unseen i_2), which waited 87 % of its steps: named once, as nothing covers it
     stage = {"built_at": "t.py:40", "iterated_at": "t.py:45", "batches": 240, "epochs": 3, "num_workers": 1,
              "persistent_workers": True, "shuffles": True, "loop_seconds": 7.39, "loop_wait_seconds": 6.44}

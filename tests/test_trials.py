@@ -201,6 +201,9 @@ def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_c
     with torch.no_grad():  # ... but not to an evaluation
         assert not trials.is_training(train)
     assert trials.is_training(train) and not trials.is_training(first)
+    warm_up, real = loader(True, batches=5) | {"built_at": "t.py:9"}, loader(True) | {"built_at": "t.py:9"}
+    trials = Trials()  # a warm-up run's loader, cut short, gives way to the real run's, built at its line (m_2)
+    assert trials.is_training(warm_up) and trials.is_training(real) and not trials.is_training(warm_up)
     trials, first = Trials(), loader(False, batches=3)
     trials.is_training(first)
     trials.own = 0  # ... and so does one whose counts are being tried

@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 
+import pytest
+
 from profiling.advice import script_edits
 from profiling.loader_curve import spec_of
 from profiling.precheck import workers_given
@@ -136,3 +138,24 @@ def test_passes_around_the_loop_are_not_the_loop_and_a_told_dataset_is_never_sta
     assert report.facts.persistent_workers is False, report.facts  # said so: no note, no edit adds it
     assert not any("persistent" in edit for edit in script_edits(more, report.facts))
     assert "persistent_workers" not in report.advice.fired_rules, report.advice.fired_rules
+
+
+@pytest.mark.parametrize("flags", [[], ["--outer-no-grad", "--no-val"]], ids=["validation-first", "outer-no-grad"])
+def test_a_warm_up_run_a_validation_first_and_an_outer_no_grad_leave_the_training_loop_tried(tmp_path, repo, flags):
+    """Unseen batch m: `main()` run twice, a few warm-up steps first, kept the warm-up's loader as the training loader
+    (m_2: the real run traced throughout, nothing tried); a validation pass before training, with a Sampler of the
+    script's own that shuffles, kept the validation loader (m_4); and epochs under an outer `no_grad`, each step turning
+    gradients on, were taken for a pass to leave alone (m_1). The edit sets `--nw`, the flag the count comes from."""
+    script = OWN / "warmup_then_train.py"
+    done = dlprof(repo, "run", "--try-workers", "0,1", *QUICK[:2], "--segment-seconds", "1", "--output-dir",
+                  str(tmp_path), "--", str(script), *flags, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = [line for line in done.stdout.splitlines() if line.startswith("epoch ")]
+    assert printed == [line for line in plain(script, *flags) if line.startswith("epoch ")] and len(printed) == 5
+    record = json.loads((tmp_path / f"{script.stem}.loaders.json").read_text())
+    trials, loop = record["trials"], f"{script}:{line_of(script, 'for x, y in loader:')}"
+    real = [e for e in record["loaders"] if e["iterated_at"] == loop]
+    assert len(real) == 2 and real[1]["epochs"] == 4 and trials["loader"]["iterated_at"] == loop, record["loaders"]
+    assert trials["status"] == "tried" and set(trials["settings"]) == {"0", "1"} and trials["traced_batches"] == 16
+    report = build_report(tmp_path / f"{script.stem}.lprof")
+    assert report.advice.edits[1].startswith("--nw "), report.advice.edits

@@ -2,6 +2,7 @@
 one batch of the training loader, then epochs that tell the dataset its epoch (so its workers are deliberately not
 persistent) and take the accuracy over the training loader without gradients."""
 import sys
+import time
 
 import torch
 from torch import nn
@@ -21,6 +22,7 @@ class Told(Dataset):
         return len(self.x)
 
     def __getitem__(self, i):
+        time.sleep(0.0003)  # the loader, not the step, holds the loop back
         return self.x[i] * (1 + self.epoch), self.y[i], self.epoch
 
 
