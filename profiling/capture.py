@@ -11,6 +11,7 @@ torch is imported by the script, never by this module.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.abc
 import importlib.util
 import inspect
@@ -74,16 +75,15 @@ class Capture:
         """The loader's entry, made the first time it is iterated."""
         entry = getattr(loader, "_dlprof_entry", None)
         if entry is None:
-            try:
+            length = epoch = None
+            with contextlib.suppress(TypeError):  # an IterableDataset (or a sampler) without a length
                 length = len(loader.dataset)
-            except TypeError:  # an IterableDataset has no length
-                length = None
+                epoch = len(loader)  # its sampler's: a WeightedRandomSampler's num_samples (unseen l_1), drop_last
             built = dict(zip(("built_at", "built_by", "call"), getattr(loader, "_dlprof_built", ("?", None, None))))
             entry = {**built, "iterated_at": self.caller(loader)[0],
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
-                     "epoch_batches": -(-(length or 0) // (loader.batch_size or 1)),  # 0 without a length
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
-                     "first_batch_s": None, "last_batch_s": None,
+                     "first_batch_s": None, "last_batch_s": None, "epoch_batches": epoch or 0,
                      "loop_steps": 0, "loop_seconds": 0.0, "loop_wait_seconds": 0.0}
             if self.set_workers is not None:
                 entry["workers_set_by"] = WORKERS_VAR

@@ -6,7 +6,7 @@ import time
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 
 class Told(Dataset):
@@ -47,7 +47,8 @@ def main(workers=1, epochs=4):
     data = Told(1280)
     mean = torch.cat([x for x, _, _ in DataLoader(data, batch_size=128)]).mean(0)  # the statistics pass
     # not persistent on purpose: a persistent worker keeps the dataset it forked with, and never sees set_epoch
-    loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=workers, persistent_workers=False)
+    loader = DataLoader(data, batch_size=16, sampler=RandomSampler(data, num_samples=1024), num_workers=workers,
+                        persistent_workers=False)  # an epoch of 64 batches, of a dataset of 80
     print("a batch:", tuple(next(iter(loader))[0].shape))  # the peek
     model = nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
