@@ -57,14 +57,16 @@ class Trials:
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
         self.gpus, self.pin, self.rounds = 0, False, 0
-        self.settings, self.queue = [], []  # the counts still in the running; the next turns'
+        self.settings: list[int] = []  # the counts still in the running
+        self.queue: list[int] = []  # the next turns'
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
         self.starts: list[float] = []  # seconds from each turn's new workers to its first batch
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
         self.untraced, self.traced = (dict(NO_TIME) for _ in range(2))
         self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
-        self.mask, self.threads = None, None  # the job's CPUs, and torch's threads in the script, once started
+        self.mask: set[int] | None = None  # the job's CPUs, once started
+        self.threads: int | None = None  # torch's threads in the script, once started
         self.feed, self.loaders = Feed(), {}  # the DataLoader of the count whose turn it is, fed by one sampler
 
     def stop_tracing(self) -> None:
