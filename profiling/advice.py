@@ -79,7 +79,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         persistent_workers=facts.persistent_workers, compute_kind="GPU" if facts.gpus >= 1 else "CPU",
         curve_command=CURVE_COMMAND, curve_hold_ms=curve.hold_ms if curve is not None else 0.0,
         io_known=facts.read_share is not None, read_ms=facts.read_ms or 0.0, decode_ms=facts.decode_ms or 0.0,
-        read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE)
+        read_pct=100 * read_share, reads_dominate=read_share >= READS_DOMINATE, other_loader=facts.other_loader,
+        other_cpus=cpus_for_workers(facts.other_workers, facts.gpus, facts.pin_memory) if facts.other_workers else 0)
     if loop is None:
         return job
     steps, own = measured_steps(trials), untraced_own(trials)
@@ -114,7 +115,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
         best, best_step = fastest[0]
         least_wait = min(t["wait_seconds"] / t["seconds"] for k, t in trials["settings"].items() if int(k) in steps)
-        capped = not needs_cpus and max(steps) >= facts.cpus - main_cpus and least_wait >= LOADER_BOUND  # at every k
+        capped = not needs_cpus and max(steps) >= facts.cpus - main_cpus and least_wait >= LOADER_BOUND \
+            and steps[max(steps)] <= (1 + TOLERANCE) * best_step  # starved at every k, the most no slower (n_5)
         fewer = [k for k in steps if k < chosen]  # advised the fastest: is the next count down surely behind it?
         behind = chosen if chosen != best or not fewer else max(fewer)
         gap_noise = math.hypot(noise.get(behind, 0.0), noise.get(best, 0.0))
@@ -149,7 +151,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         chosen, needed, basis = worker_cap, worker_cap, "estimate"
     return AdviceNumbers(**{**asdict(job), **measured, "num_workers": chosen,
         "cpus_per_task": max(cpus_for_workers(chosen, facts.gpus, facts.pin_memory),  # starved at every count:
-                             facts.cpus if capped and basis == "tried" else 0),   # never fewer CPUs than it had
+                             facts.cpus if capped and basis == "tried" else 0, job.other_cpus),  # not fewer than had
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
@@ -185,6 +187,10 @@ RULES: tuple[Rule, ...] = (
          "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
          "profile again."),
+    Rule("other_loader", "advice", lambda n: n.loop_found and n.other_loader is not None
+         and n.cpus_per_task == n.other_cpus,
+         "--cpus-per-task={other_cpus} keeps CPUs for the DataLoader at {other_loader}, which runs more workers than "
+         "the training loop's in the same job (its count is its own: nothing was tried or edited there)."),
     Rule("fewest_within", "advice", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured; each "
          "count was timed untraced in turns of your own loop, warm-up batches left out."),
@@ -323,6 +329,7 @@ BRIEF: dict[str, str] = {
     "capped_in_run": "At every count tried on your {cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
                      "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
+    "other_loader": "{other_cpus} CPUs: the DataLoader at {other_loader} runs more workers in this job.",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
     "many_small_files": "The workers mostly open and read small files ({read_pct:.0f}% of their time): "
                         "group them into shards or stage them.",

@@ -16,6 +16,7 @@ from typing import Any
 
 from profiling.argv import switch
 from profiling.cpu_rule import job_cpus
+from profiling.precheck import turned_off
 from profiling.records import JobFacts
 
 
@@ -133,12 +134,13 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     requested = bool(said) and (said[0] == "CPUs from --cpus" or in_job)
     argv = [str(a) for a in meta.get("argv", [])]  # the profiled run's own arguments, recorded by `run`
     split = meta.get("io_split") or {}  # the workers' read/decode split (`python -m small_files split`)
-    pin_memory, persistent = loader.get("pin_memory"), loader.get("persistent_workers")
+    pin_memory, persistent = loader.get("pin_memory"), loader.get("persistent_workers")  # False below: said so (l_2)
+    said_off = isinstance(built_at, str) and turned_off(built_at, "persistent_workers", meta.get("cwd") or ".")
     return JobFacts(cpus=max(cpus or 1, 1), gpus=gpus or 0, num_workers=num_workers,
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
                     pin_memory=pin_memory if isinstance(pin_memory, bool)
                     else switch(argv, "--pin-memory", "--no-pin-memory"),
-                    persistent_workers=persistent or switch(argv, "--persistent-workers"),  # False: said so
+                    persistent_workers=False if said_off else persistent or switch(argv, "--persistent-workers"),
                     loader_at=built_at if isinstance(built_at, str) else None, loader_built_by=loader.get("built_by"),
                     loader_call=loader.get("call") or "DataLoader", read_share=split.get("read_share"),
                     read_ms=split.get("read_ms_per_batch"), decode_ms=split.get("decode_ms_per_batch"))

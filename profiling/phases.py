@@ -10,7 +10,9 @@ The data-wait line is the header of the loop that pulls batches: a `for` whose i
 from __future__ import annotations
 
 import ast
+import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -117,8 +119,9 @@ def _is_loader_loop(loop: ast.For | ast.AsyncFor, inside_loader: bool) -> bool:
         return False
     if any(LOADER_NAMES.search(n) for n in _names(loop.iter)):
         return True
-    inner_loops_step = any(isinstance(n, (ast.For, ast.AsyncFor)) and n is not loop and _is_steps(n)
-                           for n in ast.walk(loop))
+    pulled = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} | {"enumerate", "zip"}
+    inner_loops_step = any(isinstance(n, (ast.For, ast.AsyncFor)) and n is not loop and _is_steps(n)  # not one over a
+                           and not set(_names(n.iter)) <= pulled for n in ast.walk(loop))  # group it pulled (n_1)
     return not inside_loader and _is_steps(loop) and not inner_loops_step
 
 
@@ -178,10 +181,11 @@ def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef
     return same_name[0] if len(same_name) == 1 else None
 
 
-def classify_function(source: str | ast.AST, file: str, first_line: int,
-                      name: str) -> tuple[dict[int, str], list[LoaderLoop]]:
-    """Phase of every line of one function, and its loader loops. `source` is the module's text or its parsed tree
-    (parsed once per file, for `kernprof -p`'s many functions); SyntaxError for text that does not parse."""
+def classify_function(source: str | ast.AST, file: str, first_line: int, name: str,
+                      hooked: Collection[int] = ()) -> tuple[dict[int, str], list[LoaderLoop]]:
+    """Phase of every line of one function, and its loader loops: by their names and steps, or `hooked`, the line
+    the DataLoader hook saw the training loader iterated at (`for batch in data:` around a closure: unseen n_2).
+    `source` is the module's text or its parsed tree (parsed once per file, for `kernprof -p`'s many functions)."""
     tree = ast.parse(source) if isinstance(source, str) else source
     func = _find_function(tree, first_line, name)
     if func is None:
@@ -197,7 +201,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
         nested = id(node) in inside_loader
         if isinstance(node, (ast.For, ast.AsyncFor)):
             header = tuple(range(node.lineno, max(node.body[0].lineno, node.lineno + 1)))
-            is_loader = _is_loader_loop(node, nested)
+            is_loader = node.lineno in hooked or _is_loader_loop(node, nested)
             for line in header:
                 phase_of[line] = "data_wait" if is_loader else statement_phase(node.iter)
             waits = header if is_loader else _next_lines(node, iterators)
@@ -219,9 +223,10 @@ def classify_function(source: str | ast.AST, file: str, first_line: int,
     return phase_of, loops
 
 
-def classify_lines(table: pd.DataFrame, profile: LineProfile,
-                   sources: Sources) -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
-    """Fill the table's `phase` column; return it with the loader loops found and any notes."""
+def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
+                   hooked: str = "") -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
+    """Fill the table's `phase` column; return it with the loader loops found and any notes. `hooked`: file:line
+    where the hook saw the training loader iterated."""
     phase_of: dict[tuple[str, str, int], str] = {}
     loops: list[LoaderLoop] = []
     notes: list[str] = []
@@ -236,7 +241,9 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile,
                              "its lines are shown as 'other'")
         if trees.get(file) is None:  # no source, or none that parses
             continue
-        phases, found = classify_function(trees[file], file, first_line, name)
+        at, _, line = hooked.rpartition(":")
+        lines = {int(line)} if line.isdigit() and os.path.basename(at) == os.path.basename(file) else set()
+        phases, found = classify_function(trees[file], file, first_line, name, lines)
         if not phases:
             notes.append(f"{file}: found no definition of {name} at line {first_line}; "
                          "the source may have changed since the profile was taken")

@@ -56,6 +56,8 @@ class JobFacts:
     loader_kwargs: str | None = None  # the dict that line spreads into the call (`**train_kwargs`), if one
     workers_set_at: str | None = None  # "file:line  num_workers: int = {n}": where that is set, when one line does
     kit_script: bool = False        # one of this kit's scripts, whose own flags the hints may name
+    other_loader: str | None = None  # file:line of another DataLoader that ran more workers, set apart (unseen n_5)
+    other_workers: int = 0           # ... and its workers, whose CPUs --cpus-per-task keeps
 
 
 Level = Literal["advice", "warning", "note"]  # "Why" list / a warning about the run / an extra suggestion
@@ -79,6 +81,8 @@ class AdviceNumbers:
     persistent_workers: bool | None
     compute_kind: str          # "GPU" or "CPU"
     io_known: bool = False              # the workers' file reads were measured (io_split in the run's meta)
+    other_loader: str | None = None     # JobFacts.other_loader, and the CPUs its workers need
+    other_cpus: int = 0
     read_ms: float = 0.0                # the workers' open/read time per batch
     decode_ms: float = 0.0              # ... and their decode/transform time per batch
     read_pct: float = 0.0               # reads, % of the workers' time

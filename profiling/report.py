@@ -16,7 +16,7 @@ from profiling.advice import advise
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import takes_metrics_json, turned_off, worker_flag, workers_given, workers_set_at
+from profiling.precheck import takes_metrics_json, worker_flag, workers_given, workers_set_at
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -122,9 +122,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     meta, notes = read_meta(lprof_path)
     roots = [Path(r) for r in (source_root, meta.get("cwd")) if r] + [lprof_path.parent, Path.cwd()]
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
-    table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources)
     record = sibling(lprof_path, ".loaders.json")
     loaders, trials = read_loaders(record), read_trials(record)
+    hooked = str(((trials or {}).get("loader") or {}).get("iterated_at", ""))
+    table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources, hooked)
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
     table = set_up_as_other(table, loop)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
@@ -134,6 +135,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
               ] if meta.get("exit_code") not in (None, 0) else []
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,
                       environment=environment if environment is not None else read_environment(meta), loader=loader)
+    other = max((e for e in loaders if loader and e.get("built_at") != loader.get("built_at") and e.get("batches")),
+                key=lambda e: e.get("num_workers") or 0, default={})  # more workers: set apart, no edit changes them
+    if (other.get("num_workers") or 0) > (facts.num_workers or 0):  # (a feature extraction's, unseen n_5)
+        facts = replace(facts, other_loader=other.get("built_at"), other_workers=other["num_workers"])
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, ".curve.json")
     curve = read_curve(curve_file) if curve_path is not None or curve_file.is_file() else None
     if curve is not None and curve.hold_ms <= 0:
@@ -142,10 +147,10 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     if (script := profiled_script(meta)) is not None:  # the edits in its terms: its flag, or its DataLoader's line
         args, cwd = meta["argv"][1:], meta.get("cwd") or "."
         given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd, facts.loader_call)
-        flag = worker_flag(script, args, given)
+        own_line = facts.loader_at and not facts.loader_built_by and not given  # sets none, or a number (n_5)
+        flag = None if own_line else worker_flag(script, args, given)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
-                        workers_given=given, loader_kwargs=spread, persistent_workers=False if turned_off(
-                            facts.loader_at or "?", "persistent_workers", cwd) else facts.persistent_workers,
+                        workers_given=given, loader_kwargs=spread,
                         workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which leaves the main process "
               "no CPU of its own (cpu_count() counts even the node's cores): the edit sets the count itself"

@@ -528,6 +528,7 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     ("json_workers.py", "json_workers.json:5  \"num_workers\": 3", None, False),  # unseen j_2: its default file
     ("json_workers.py", "other.json:3  \"num_workers\": 3,", None, True),  # the file the run was given instead
     ("two_worker_flags.py", None, "--train-workers", False),  # unseen j_5: not the first flag, the loop's loader's
+    ("flag_for_another_loader.py", None, None, False),  # unseen n_5: the only flag feeds another loader
 ])
 def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, name, set_at, flag, given):
     """A count read from a dataclass default or a config file was overridden on the DataLoader's line, leaving the
@@ -539,10 +540,16 @@ def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, 
         args = ["--config=other.json"]
     report = profiled_report(repo, tmp_path, script, "--formats", "text", args=args)
     facts, expressions = report.facts, {"dataclass_workers.py": "cfg.num_workers", "json_workers.py":
-                                        "cfg['loader']['num_workers']", "two_worker_flags.py": "args.train_workers"}
+                                        "cfg['loader']['num_workers']", "two_worker_flags.py": "args.train_workers",
+                                        "flag_for_another_loader.py": None}
     assert facts.workers_flag == flag and facts.workers_given == expressions[name]
     more = replace(report.advice.numbers, num_workers=3, current_workers=0, workers_known=True)
     edits = script_edits(more, facts)
+    if name == "flag_for_another_loader.py":  # its flag sets the extraction loader: the probe's line gets the count
+        assert edits == [f"{script}:16  DataLoader(..., num_workers=3, persistent_workers=True)"], edits
+        assert (facts.other_loader, facts.other_workers) == (f"{script}:13", 1)  # its 1 worker keeps its CPUs:
+        assert report.advice.numbers.cpus_per_task >= 2 and "other_loader" in report.advice.fired_rules
+        return
     if set_at:  # the line that sets it, with the count changed and nothing else
         folder = tmp_path if given else OWN
         assert edits[0] == os.path.join(os.path.relpath(folder, tmp_path), set_at).removeprefix("./"), edits
@@ -552,6 +559,16 @@ def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, 
         assert edits[0] == f"{flag} 3"
     assert not any("num_workers=3" in e for e in edits)  # not hard-coded on the DataLoader's line as well
     assert f"persistent_workers={facts.workers_given} > 0" in edits[-1]  # safe if the setting is 0 again
+
+
+def test_a_loop_that_calls_its_step_as_a_closure_is_found_where_the_hook_saw_its_loader(tmp_path, repo):
+    """`for batch in data: self.process_function(self, batch)` (ignite's Engine, unseen n_2): no loader name and no
+    backward in the loop, so no loop was found and the phases covered every profiled line (82.8 % `other`, no data
+    wait, under a header that said 34.5 % waited). The line where the hook saw the training loader iterated counts."""
+    script = OWN / "closure_engine.py"
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "json")
+    assert (report.loop.function, report.loop.header_line) == ("Engine.run", line_of(script, "for batch in data:"))
+    assert report.phases.set_index("phase")["seconds"]["data_wait"] > 0, report.phases
 
 
 def test_a_validation_pass_the_loop_calls_is_no_part_of_its_data_wait(tmp_path, repo):

@@ -113,6 +113,9 @@ def test_phases_of_the_classic_training_loop():
     # a walk over a dict of loaders, one a domain (unseen l_6): the inner loop waits for data, the outer one not
     ("for domain, loader in loaders.items():\n    for x, y in loader:\n        model(x).sum().backward()",
      {2: "other", 3: "data_wait", 4: "backward"}),
+    # fairseq's GroupedIterator: each item is a list of batches, walked by an inner loop (unseen n_1)
+    ("for i, samples in enumerate(grouped):\n    for sample in samples:\n        model(sample).sum().backward()\n"
+     "    opt.step()", {2: "data_wait", 3: "other", 4: "backward", 5: "optimizer"}),
 ])
 def test_phases_from_the_ast(snippet, expected):
     source = "def f(model, data, opt):\n" + textwrap.indent(snippet, "    ") + "\n"
@@ -350,6 +353,7 @@ def test_every_message_formats_with_full_numbers():
         "untraced": {"steps": 50, "seconds": 50 * 0.022, "wait_seconds": 50 * 0.020}})
     assert own.basis == "own"
     numbers = replace(numbers, **{k: v for k, v in asdict(own).items() if getattr(numbers, k) is None})
+    numbers = replace(numbers, other_loader="train.py:40", other_cpus=3)  # a feature extraction's loader, say
     for rule in RULES:
         text = rule.text(numbers)
         assert "{" not in text and "None" not in text, rule.name
