@@ -26,7 +26,7 @@ SEGMENT_SECONDS = 2.0
 ROUNDS = 12        # at most this many rounds of turns, while two or more counts are still in the running
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
 STARTS = 2.0  # a turn times at least STARTS x its workers' median start (spawn: about 5 s a start on an H200)
-NEAR = 2.0  # one turn under NEAR x LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
+NEAR = 2.0  # a turn within NEAR x of LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 NO_TIME = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}  # a timing before its first step (copied, never changed)
 
@@ -162,8 +162,8 @@ class Trials:
                 return
             share, self.squeezed = base["wait_seconds"] / base["seconds"], self.held_slower(base)
             keeps_up = self.keeps_up(base)
-            if not keeps_up and not self.squeezed and share < NEAR * LOADER_BOUND and len(self.segments) < 2:
-                self.queue = [self.own or 0]  # near the line after one turn: decide on two
+            if not self.squeezed and LOADER_BOUND / NEAR <= share < NEAR * LOADER_BOUND and len(self.segments) < 2:
+                self.queue = [self.own or 0]  # near the line, either side, after one turn: decide on two (j_5: 4.4 %)
                 return
             self.status = "compute-bound" if keeps_up else "trying"
             if keeps_up:
@@ -267,6 +267,8 @@ class Trials:
             whole = self.untraced
             self.timed, self.segments = {self.own: whole}, [(self.own, whole["steps"], whole["seconds"])]
             self.status = "compute-bound" if self.keeps_up(whole) else "tried"
+        if self.status == "compute-bound" and self.untraced["steps"] >= MIN_TIMED and not self.keeps_up(self.untraced):
+            self.status = "too short to try worker counts: its first turns kept up, but the whole run waited more"
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials

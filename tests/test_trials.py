@@ -495,6 +495,17 @@ def test_a_baseline_turn_just_over_the_line_is_timed_again_before_any_count_is_t
     still_near.add_segment(1, 41, 41 * 0.021, cut=False)
     still_near.timed[1] = {"steps": 82, "seconds": 82 * 0.021, "wait_seconds": 82 * 0.021 * 0.07}
     assert still_near.next_setting() == 1 and still_near.status == "trying"  # waited 7 % in both: tried
+    # the other side (unseen j_5): a first turn of 4.4 % said compute-bound, while the whole run waited 5.1 %
+    under = first_turn(0.044)
+    assert under.status == "traced only" and under.first == 1, under.status
+    under.add_segment(1, 41, 41 * 0.021, cut=False)
+    under.timed[1] = {"steps": 82, "seconds": 82 * 0.021, "wait_seconds": 82 * 0.021 * 0.051}
+    assert under.next_setting() == 1 and under.status == "trying"
+    assert first_turn(0.01).status == "compute-bound"  # far under it: decided at once
+    # kept up in its turns, yet its whole untraced part waited over the line: not "the loader keeps up" (the fallback)
+    late = first_turn(0.01)
+    late.untraced = {"steps": 297, "seconds": 18.74, "wait_seconds": 0.964}
+    assert late.record()["status"].startswith("too short to try worker counts: its first turns kept up")
 
 
 def test_the_report_says_how_sure_it_is_where_the_noise_straddles_the_5_percent_line():
