@@ -66,7 +66,11 @@ def ddp_task(argv: list[str], metrics_json: str) -> dict[str, Any] | None:
     """Runs in every task of the DDP job: submitit's helper sets RANK, WORLD_SIZE, MASTER_ADDR/PORT."""
     from submitit.helpers import TorchDistributedEnvironment
 
-    # The GPU choice stays with the script (cuda:LOCAL_RANK), so CUDA_VISIBLE_DEVICES is left alone.
+    from multi_gpu.dist_env import read_env
+
+    # The port is the kit's (from the job id, below Linux's ephemeral range): submitit's own pick, 20000-60000, once
+    # met a port in use and rank 1 waited for ever. The GPU choice stays with the script (cuda:LOCAL_RANK).
+    os.environ.setdefault("MASTER_PORT", str(read_env().master_port))
     dist = TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
     from multi_gpu import mnist_ddp
 
