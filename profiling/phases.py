@@ -231,6 +231,7 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
     loops: list[LoaderLoop] = []
     notes: list[str] = []
     trees: dict[str, ast.AST | None] = {}
+    at, _, at_line = hooked.rpartition(":")  # the hooked loop's file and line
     for file, first_line, name in profile.timings:
         if file not in trees and sources.get(file) is not None:  # each file parsed once
             try:
@@ -241,8 +242,7 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
                              "its lines are shown as 'other'")
         if trees.get(file) is None:  # no source, or none that parses
             continue
-        at, _, line = hooked.rpartition(":")
-        lines = {int(line)} if line.isdigit() and os.path.basename(at) == os.path.basename(file) else set()
+        lines = {int(at_line)} if at_line.isdigit() and os.path.basename(at) == os.path.basename(file) else set()
         phases, found = classify_function(trees[file], file, first_line, name, lines)
         if not phases:
             notes.append(f"{file}: found no definition of {name} at line {first_line}; "

@@ -83,11 +83,13 @@ class Trials:
         """The first loader iterated, unless before anything is tried it was one pass only and gives way to the next
         iterated with gradients on: one that shuffles where it did not (Lightning's validation check, a statistics pass:
         unseen l_3) or any where it had none (an evaluation: m_4); or, cut short, to one built at its line (warm-up)."""
-        first, grad = self.entry, sys.modules["torch"].is_grad_enabled()
-        once = first is not None and entry is not first and self.own is None and first["epochs"] < 2
-        if first is None or once and (grad and (entry.get("shuffles") and not first.get("shuffles") or not self.graded)
-                                      or first["batches"] < first["epoch_batches"] and not entry.get("batches")
-                                      and (entry.get("built_at") or "?") == first.get("built_at") != "?"):
+        first = self.entry
+        if first is not None and (entry is first or self.own is not None or first["epochs"] >= 2):
+            return entry is first  # chosen for good, or its own batch: every batch's path, no call into torch
+        grad = sys.modules["torch"].is_grad_enabled()
+        if first is None or grad and (entry.get("shuffles") and not first.get("shuffles") or not self.graded) \
+                or first["batches"] < first["epoch_batches"] and not entry.get("batches") \
+                and (entry.get("built_at") or "?") == first.get("built_at") != "?":
             self.entry, self.traced_batches, self.traced, self.graded = entry, 0, dict(NO_TIME), grad
         return entry is self.entry
 
@@ -268,7 +270,7 @@ class Trials:
             self.timed, self.segments = {self.own: whole}, [(self.own, whole["steps"], whole["seconds"])]
             self.status = "compute-bound" if self.keeps_up(whole) else "tried"
         if self.status == "compute-bound" and self.untraced["steps"] >= MIN_TIMED and not self.keeps_up(self.untraced):
-            self.status = "too short to try worker counts: its first turns kept up, but the whole run waited more"
+            self.status = "worker counts not tried: its first turns kept up, but the whole run waited 5 % or more"
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials

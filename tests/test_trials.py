@@ -505,7 +505,7 @@ def test_a_baseline_turn_just_over_the_line_is_timed_again_before_any_count_is_t
     # kept up in its turns, yet its whole untraced part waited over the line: not "the loader keeps up" (the fallback)
     late = first_turn(0.01)
     late.untraced = {"steps": 297, "seconds": 18.74, "wait_seconds": 0.964}
-    assert late.record()["status"].startswith("too short to try worker counts: its first turns kept up")
+    assert late.record()["status"].startswith("worker counts not tried: its first turns kept up")
 
 
 def test_the_report_says_how_sure_it_is_where_the_noise_straddles_the_5_percent_line():
