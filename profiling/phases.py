@@ -48,6 +48,7 @@ class LoaderLoop:
     body_end: int
     steps: bool                 # the body calls backward() or optimizer.step(): a training loop
     function_start: int | None  # first body line of the enclosing function (counts calls)
+    batch_line: int             # a line run once a batch: the first simple statement, inside any `try:` or `with`
 
 
 def callee(call: ast.Call) -> tuple[str, str]:
@@ -217,9 +218,12 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
                     phase_of[line] = min(phase, phase_of.get(line, phase), key=PRIORITY.index)
         if waits and not nested:
             inside_loader.update(id(n) for n in ast.walk(node) if n is not node)
-            first = node.body[0].body[0] if isinstance(node.body[0], ast.Try) else node.body[0]  # hit once a batch
-            loops.append(LoaderLoop(file, name, waits, first.lineno, node.end_lineno or node.lineno,
-                                    _is_steps(node), func.body[0].lineno if func.body[0] is not node else None))
+            first = node.body[0]  # a `with` line is hit twice a batch, on entry and exit (unseen o_1)
+            while isinstance(first, (ast.Try, ast.With, ast.AsyncWith)):
+                first = first.body[0]
+            loops.append(LoaderLoop(file, name, waits, node.body[0].lineno, node.end_lineno or node.lineno,
+                                    _is_steps(node), func.body[0].lineno if func.body[0] is not node else None,
+                                    first.lineno))
     return phase_of, loops
 
 
@@ -265,7 +269,7 @@ def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
     body = rows[rows["line"].between(loop.body_start, loop.body_end) & ~rows["line"].isin(loop.header)]
     header_hits = int(header["hits"].max()) if len(header) else 0
     # The first body line runs once a batch in any line_profiler; the header (+1 a loop, not in 4.0.0) backs it up.
-    batches = _hits(rows, loop.body_start) or max(header_hits - 1, 0) or header_hits
+    batches = _hits(rows, loop.batch_line) or max(header_hits - 1, 0) or header_hits
     entries = _hits(rows, loop.function_start) or None
     return LoopSummary(file=loop.file, function=loop.function, header_line=loop.header[0], batches=batches,
                        wait_seconds=float(header["seconds"].sum()), compute_seconds=float(body["seconds"].sum()),

@@ -129,8 +129,8 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
 def worker_flag(script: Path, args: list[str] = (), given: str | None = None) -> str | None:
     """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls: the first, or
     the one whose dest the DataLoader is `given` (unseen j_5); in a script with subcommands run as `fit ...`,
-    `fit ... --num-workers` (they go after it); else `export NUM_WORKERS=` where the script reads one such variable
-    from the environment (unseen h_2); else None."""
+    `fit ... --num-workers` (they go after it); else a workers option the run was given; else `export NUM_WORKERS=`
+    where the script reads one such variable from the environment (unseen h_2); else None."""
     tree = parse_script(script)
     nodes = list(ast.walk(tree)) if tree else []
     calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
@@ -145,6 +145,9 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
             flags.append((mine, (f"{args[0]} ... " if sub else "") + flag))
     if flags:
         return max(flags, key=lambda f: f[0])[1]  # max keeps the first of equals
+    for arg in args:  # given to the run, to a CLI without argparse: Fire's `--num_workers=0`, Hydra's `x.num_workers=2`
+        if re.fullmatch(r"--?[\w.-]*workers[\w.-]*(=\d+)?|[\w.]*workers\w*=\d+", arg, re.IGNORECASE):
+            return arg.partition("=")[0] + "=" * ("=" in arg)  # (unseen o_6)
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
     reads = any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") for n in nodes)
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
@@ -181,10 +184,18 @@ def turned_off(where: str, key: str, root: str = ".") -> bool:
 
 
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:
-    """Where the `cfg.num_workers` or `cfg["num_workers"]` a DataLoader is `given` is set to a number: the one line in
-    the script (a dataclass's default), else in a config file the run was given or the script names, as an edit with
-    {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying otherwise."""
+    """Where the `cfg.num_workers` or `cfg["num_workers"]` a DataLoader is `given` is set to a number: the one call that
+    passes it (`TrainingArguments(..., dataloader_num_workers=0)` overrides the dataclass's default: unseen o_4), else
+    the one line in the script (a dataclass's default), else in a config file the run was given or the script names, as
+    an edit with {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying
+    otherwise."""
     name, text = re.fullmatch(r".*?[.\['\"](\w*workers\w*)['\"\]]*", given or ""), script.read_text(errors="replace")
+    passed = [(ast.unparse(n.func), k.value.lineno) for n in ast.walk(parse_script(script) or ast.Module([], []))
+              if name and isinstance(n, ast.Call) and not ast.unparse(n.func).endswith("DataLoader")
+              for k in n.keywords if k.arg == name[1] and type(getattr(k.value, "value", None)) is int]
+    if passed:  # more than one call (a train and an eval config): no one place to edit
+        return f"{os.path.relpath(script, root)}:{passed[0][1]}  {passed[0][0]}(..., {name[1]}={{n}})" \
+            if len(passed) == 1 else None
     given_files = [Path(root, a.partition("=")[2] or a) for a in args]  # `--config x.yaml` and `--config=x.yaml`
     beside = (f for f in script.parent.glob("*") if f.name in text)  # listed only when reached: most runs never
     for files in ([script], given_files, beside) if name else ():  # the script's own line, a file given, one it names

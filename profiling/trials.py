@@ -8,6 +8,7 @@ augmentation seeds) changes. An IterableDataset is not tried (said so).
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import statistics
 import sys
@@ -100,8 +101,8 @@ class Trials:
         if step_s is not None and wait_s is not None:
             self.add(self.traced if self.tracing else self.untraced, step_s, wait_s)
         if self.tracing:
-            self.traced_batches += 1
-            if self.traced_batches >= self.trace_batches:
+            self.traced_batches += 1  # an epoch at most, on one iterator too (timm's MultiEpochsDataLoader: o_2)
+            if self.traced_batches >= min(self.trace_batches, (entry.get("epoch_batches") or math.inf) + 1):
                 self.stop_tracing()
 
     @staticmethod
@@ -271,6 +272,12 @@ class Trials:
             self.status = "compute-bound" if self.keeps_up(whole) else "tried"
         if self.status == "compute-bound" and self.untraced["steps"] >= MIN_TIMED and not self.keeps_up(self.untraced):
             self.status = "worker counts not tried: its first turns kept up, but the whole run waited 5 % or more"
+        entry = self.entry or {}  # one iterator over many epochs: nothing can be tried, its whole run was timed
+        if self.status == "traced only" and entry.get("epochs") == 1 and entry["batches"] > entry["epoch_batches"] > 0:
+            kept_up = self.untraced["steps"] >= MIN_TIMED and self.keeps_up(self.untraced)
+            self.status = "compute-bound" if kept_up else ("worker counts not tried: its one iterator gave more than "
+                                                           "an epoch (a loader that repeats its sampler), and counts "
+                                                           "change at a new one")
         if self.status == "traced only" and self.untraced["seconds"] >= MIN_TURN * self.segment_s:  # a turn's worth
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials

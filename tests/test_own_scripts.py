@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from profiling.advice import script_edits
-from profiling.precheck import loop_module, unreachable_loop, workers_given
+from profiling.precheck import loop_module, unreachable_loop, worker_flag, workers_given
 from profiling.records import Report
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
@@ -559,6 +559,58 @@ def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, 
         assert edits[0] == f"{flag} 3"
     assert not any("num_workers=3" in e for e in edits)  # not hard-coded on the DataLoader's line as well
     assert f"persistent_workers={facts.workers_given} > 0" in edits[-1]  # safe if the setting is 0 again
+
+
+def test_a_count_a_call_passes_is_edited_there_not_at_the_default_it_overrides(tmp_path, repo):
+    """`TrainingArguments(..., dataloader_num_workers=0, ...)` in main(), beside the dataclass's default: the edit went
+    to the default, which the call overrides, so the next run started 0 workers again (unseen o_4)."""
+    script = OWN / "dataclass_overridden.py"
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "text")
+    more = replace(report.advice.numbers, num_workers=3, current_workers=0, workers_known=True)
+    edits = script_edits(more, report.facts)
+    call = line_of(script, "train(Config(batch_size=16, num_workers=0")
+    assert edits[0] == f"{os.path.relpath(script, tmp_path)}:{call}  Config(..., num_workers=3)", edits
+    assert not any("num_workers: int = 3" in e or "num_workers=3" in e for e in edits[1:]), edits
+
+
+def test_a_workers_option_of_a_cli_without_argparse_is_the_edit(tmp_path, repo):
+    """Fire's `--num_workers=0` sets main()'s keyword, which the DataLoader takes: the edit hard-coded the count on
+    the DataLoader's line, leaving the option the job passes dead (unseen o_6). The option the run was given is the
+    edit; Hydra's `loader.num_workers=2` the same way."""
+    script = OWN / "fire_style.py"
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "text",
+                             args=["--num_workers=0"])
+    assert report.facts.workers_flag == "--num_workers=", report.facts
+    more = replace(report.advice.numbers, num_workers=3, current_workers=0, workers_known=True)
+    edits = script_edits(more, report.facts)
+    assert edits[0] == "--num_workers=3" and not any("num_workers=3," in e for e in edits), edits
+    assert worker_flag(script, ["--epochs", "2", "loader.num_workers=2"]) == "loader.num_workers="
+    assert worker_flag(script, ["--epochs", "2"]) is None  # nothing given, nothing declared: the DataLoader's line
+
+
+def test_one_iterator_over_every_epoch_is_traced_for_one_epoch_then_timed_untraced(tmp_path, repo):
+    """timm's MultiEpochsDataLoader makes one iterator for the whole run, so no second epoch's iterator stopped the
+    tracing: all 6 epochs were traced and the report said "too short" (unseen o_2). Tracing now stops one batch past an
+    epoch; the rest is timed untraced, and a loop that waited little is compute-bound on that timing."""
+    script = OWN / "repeating_loader.py"
+    done = dlprof(repo, "run", "--formats", "json", "--curve-seconds", "0", "--output-dir", str(tmp_path), "--",
+                  str(script), cwd=tmp_path)
+    assert done.returncode == 0 and all(f"epoch {e} 16 batches" in done.stdout for e in range(4)), done.stdout
+    trials = json.loads((tmp_path / "repeating_loader.loaders.json").read_text())["trials"]
+    assert trials["traced_batches"] == 17 and trials["untraced"]["steps"] >= 40, trials  # 64 batches in all
+    report = build_report(tmp_path / "repeating_loader.lprof")
+    assert report.loop.batches <= 17, report.loop  # the lines' hits stop with the tracing
+    assert trials["status"] == "compute-bound" and report.advice.numbers.basis == "kept", trials["status"]
+
+
+def test_a_loop_over_kept_batches_says_why_nothing_was_tried(tmp_path, repo):
+    """`itertools.cycle(loader)` asks the loader for one epoch and replays it: the report said "too short to try",
+    which no longer run could change, and "the first 8 batches traced" of 40 traced steps (unseen o_5)."""
+    script = OWN / "cycled_loader.py"
+    report = profiled_report(repo, tmp_path, script, "--curve-seconds", "0", "--formats", "text")
+    head = (tmp_path / "cycled_loader.report.txt").read_text()
+    assert report.loop.batches == 40 and "40 batches (all traced; 8 came from its DataLoader)" in head, head
+    assert "worker counts not tried: the loop stepped 40 times on 8 batches" in report.advice.numbers.fallback
 
 
 def test_a_loop_that_calls_its_step_as_a_closure_is_found_where_the_hook_saw_its_loader(tmp_path, repo):

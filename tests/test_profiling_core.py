@@ -21,7 +21,7 @@ from lprof_fixtures import (EXPECTED_PHASES, MODULE_3X_4X, MODULE_5X, TRAIN_FIRS
                             train_timings, write_lprof)
 from profiling.advice import FEW_BATCHES, LESSON_SCRIPT_HINTS, LOADER_BOUND, RULES, advise, model_numbers
 from profiling.lprof import load_lprof
-from profiling.phases import classify_function
+from profiling.phases import classify_function, summarise_loop
 from profiling.records import LINE_COLUMNS, PHASES, CurvePoint, JobFacts, LoaderCurve, LoopSummary
 from profiling.render import render, report_dict
 from profiling.report import build_report, loader_notes, write_report
@@ -122,6 +122,19 @@ def test_phases_from_the_ast(snippet, expected):
     phase_of, loops = classify_function(source, "f.py", 1, "f")
     assert {line: phase_of.get(line) for line in expected} == expected
     assert len(loops) == 1
+
+
+def test_a_with_block_as_the_loop_body_counts_each_batch_once():
+    """`with accelerator.accumulate(model):` as the body's first line is hit twice a batch (entry and exit): the header
+    said 80 batches for 40 and halved every ms a batch (unseen o_1). Its own time stays in the step's compute."""
+    source = ("def f(model, loader, acc):\n    for x, y in loader:\n        with acc.accumulate(model):\n"
+              "            loss = model(x).sum()\n            loss.backward()\n")
+    _, loops = classify_function(source, "f.py", 1, "f")
+    hits, seconds = {2: 41, 3: 80, 4: 40, 5: 40}, {2: 4.0, 3: 0.2, 4: 1.0, 5: 1.0}
+    table = pd.DataFrame({"file": "f.py", "function": "f", "line": list(hits), "hits": list(hits.values()),
+                          "seconds": list(seconds.values())})
+    loop = summarise_loop(table, loops[0])
+    assert (loop.batches, loop.wait_seconds, loop.compute_seconds) == (40, 4.0, 2.2), loop
 
 
 def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
