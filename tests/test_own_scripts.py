@@ -564,7 +564,9 @@ def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, 
 def test_a_count_a_call_passes_is_edited_there_not_at_the_default_it_overrides(tmp_path, repo):
     """`TrainingArguments(..., dataloader_num_workers=0, ...)` in main(), beside the dataclass's default: the edit went
     to the default, which the call overrides, so the next run started 0 workers again (unseen o_4)."""
-    script = OWN / "dataclass_overridden.py"
+    script = tmp_path / "dataclass_overridden.py"  # dataclass_workers.py, its Config built with the keyword
+    script.write_text((OWN / "dataclass_workers.py").read_text().replace(
+        "train(Config())", "train(Config(batch_size=16, num_workers=0, lr=0.01))"))
     report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "text")
     more = replace(report.advice.numbers, num_workers=3, current_workers=0, workers_known=True)
     edits = script_edits(more, report.facts)
