@@ -321,9 +321,8 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
 
     whole = loop is None or not loop.function  # no loop, or one no profiled line shows (hooked_loop)
     rows = table if whole else table[_in_loop(table, loop)]
-    seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
-    if not whole:
-        seconds = seconds.add(_through_calls(rows, table), fill_value=0.0).reindex(list(PHASES))
+    seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0) if whole \
+        else _through_calls(rows, table)
     total = float(seconds.sum())
     return pd.DataFrame({"phase": list(PHASES), "seconds": seconds.to_numpy(dtype=float),
         "pct": (100.0 * seconds / total).to_numpy(dtype=float) if total > 0 else [0.0] * len(PHASES),
@@ -331,23 +330,22 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
         else [float("nan")] * len(PHASES)})
 
 
-def _through_calls(rows: pd.DataFrame, table: pd.DataFrame) -> pd.Series:
-    """Move the seconds of each 'other' (or named-for) line of the loop that calls one profiled function of the same
-    file with phases of its own (`losses.append(train_step(model, batch, opt))`) into those phases, shared as its own
-    lines share them. Without it a step in a function of its own showed as 'other' (unseen d_4: 14.6 %, all of the
-    step), and `self.compute_loss(batch)`, whose lines run the model too, as 'loss' alone (unseen h_1). A function
-    with a loader loop of its own is no step's part: its wait counted as the training loader's (unseen j_5)."""
-    import pandas as pd
-
-    moved = pd.Series(0.0, index=list(PHASES))
+def _through_calls(rows: pd.DataFrame, table: pd.DataFrame, depth: int = 3) -> pd.Series:
+    """Seconds a phase of these lines, where each 'other' (or named-for) line that calls one profiled function of the
+    same file with phases of its own (`losses.append(train_step(model, batch, opt))`) is shared out as that function's
+    lines are, and theirs in turn (`training_step` -> `compute_loss` -> `model(...)`: unseen o_4). Without it a step in
+    a function of its own showed as 'other' (unseen d_4: 14.6 %, all of the step), and `self.compute_loss(batch)`,
+    whose lines run the model too, as 'loss' alone (unseen h_1). A function with a loader loop of its own is no step's
+    part: its wait counted as the training loader's (unseen j_5)."""
+    seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0)
     own = table[table["file"].isin(rows["file"]) & ~table["function"].isin(rows["function"])]
     stepping = own.groupby("function").filter(  # not one that waits on a loader: a validation pass (unseen j_5)
         lambda f: (f["phase"] != "other").any() and f["seconds"].sum() > 0 and not (f["phase"] == "data_wait").any())
     calls = {f: re.compile(rf"\b{re.escape(f.rpartition('.')[2])}\s*\(") for f in set(stepping["function"])}
-    for line in rows[rows["phase"].isin(("other", "loss", "forward"))].itertuples():  # by name: compute_loss()
+    for line in rows[rows["phase"].isin(("other", "loss", "forward"))].itertuples() if depth else ():
         called = {f for f, call in calls.items() if call.search(line.source)}  # `self.train_step(` too
         if len(called) == 1:
-            share = stepping[stepping["function"] == called.pop()].groupby("phase")["seconds"].sum()
-            moved = moved.add(line.seconds * share / share.sum(), fill_value=0.0)
-            moved[line.phase] -= line.seconds
-    return moved
+            share = _through_calls(stepping[stepping["function"] == called.pop()], table, depth - 1)
+            seconds = seconds.add(line.seconds * share / share.sum(), fill_value=0.0)
+            seconds[line.phase] -= line.seconds
+    return seconds

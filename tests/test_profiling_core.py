@@ -21,7 +21,7 @@ from lprof_fixtures import (EXPECTED_PHASES, MODULE_3X_4X, MODULE_5X, TRAIN_FIRS
                             train_timings, write_lprof)
 from profiling.advice import FEW_BATCHES, LESSON_SCRIPT_HINTS, LOADER_BOUND, RULES, advise, model_numbers
 from profiling.lprof import load_lprof
-from profiling.phases import classify_function, summarise_loop
+from profiling.phases import classify_function, phase_summary, summarise_loop
 from profiling.records import LINE_COLUMNS, PHASES, CurvePoint, JobFacts, LoaderCurve, LoopSummary
 from profiling.render import render, report_dict
 from profiling.report import build_report, loader_notes, write_report
@@ -135,6 +135,25 @@ def test_a_with_block_as_the_loop_body_counts_each_batch_once():
                           "seconds": list(seconds.values())})
     loop = summarise_loop(table, loops[0])
     assert (loop.batches, loop.wait_seconds, loop.compute_seconds) == (40, 4.0, 2.2), loop
+
+
+def test_a_forward_two_calls_down_from_the_loop_is_in_the_forward_phase():
+    """`self.training_step(model, batch)` -> `self.compute_loss(model, batch)` -> `model(**inputs)`, as Hugging Face's
+    Trainer does it: the table had no forward row, its time filed as `loss` one call down (unseen o_4)."""
+    rows = [("T.train", 10, "for batch in loader:", "data_wait", 0.5), ("T.train", 11,
+             "loss = self.training_step(model, batch)", "other", 1.0), ("T.train", 12, "loss.backward()", "backward", 2.0),
+            ("T.training_step", 20, "return self.compute_loss(model, batch)", "loss", 0.9),
+            ("T.training_step", 21, "self.log('loss', 1)", "logging_sync", 0.1),
+            ("T.compute_loss", 30, "out = model(**batch)", "forward", 0.6),
+            ("T.compute_loss", 31, "return F.cross_entropy(out, batch['y'])", "loss", 0.2)]
+    table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec, "hits": 10}
+                          for f, n, s, p, sec in rows])
+    loop = LoopSummary("t.py", "T.train", 10, 10, 0.5, 3.0, lines=(10, 12))
+    seconds = phase_summary(table, loop).set_index("phase")["seconds"]
+    # the call's 1.0 s as training_step's lines share it (0.9 s its call down, 0.1 s logging), that 0.9 as compute_loss's
+    assert seconds["forward"] == pytest.approx(0.9 * 0.6 / 0.8) and seconds["loss"] == pytest.approx(0.9 * 0.2 / 0.8)
+    assert seconds["logging_sync"] == pytest.approx(0.1), seconds
+    assert seconds.sum() == pytest.approx(3.5) and seconds["other"] == pytest.approx(0.0), seconds
 
 
 def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
