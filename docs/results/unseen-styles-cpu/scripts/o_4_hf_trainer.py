@@ -248,8 +248,7 @@ def main():
         logging_steps=25,
         eval_strategy="epoch",
         group_by_length=True,
-        dataloader_num_workers=0,  # raise on Linux; 0 kept from a Windows notebook
-        dataloader_pin_memory=False,
+        dataloader_num_workers=0, dataloader_pin_memory=False,  # 0: kept from a Windows notebook
     )
     trainer = Trainer(model=GRUClassifier(), args=training_args, train_dataset=train_ds, eval_dataset=eval_ds,
                       data_collator=DataCollatorWithPadding(), callbacks=[PrinterCallback()])

@@ -7,13 +7,13 @@ ever after. The DataLoader is iterated exactly once: its workers build the first
 "epoch" replays them in the same order with no loading at all (no reshuffle, no new augmentation).
 
 Data: 32x32 RGB images augmented in numpy per sample (about 1 ms a sample, 32 ms a batch of 32); a small CNN
-step; 0 workers by default. The first pass waits for data most of each step; the other three passes wait ~0.
+step; 0 workers by default. The first pass waits for data most of each step; the other eleven passes wait ~0.
 
-What a correct report looks like: the loader is read once (the first 100 of 400 steps); the data wait of the run
+What a correct report looks like: the loader is read once (the first 100 of 1200 steps); the data wait of the run
 as a whole is small after that, so workers cannot matter much for this run as written (the real fix is to stop
 cycling a DataLoader, or to re-create the iterator per pass). Worker counts cannot be tried (one iterator). Any
 advice must not claim to have measured counts, and "the run ended in its first epoch/traced part" would be
-misleading for a run of 400 steps. The edit is `--workers N`. The run must still train 400 steps.
+misleading for a run of 1200 steps. The edit is `--workers N`. The run must still train 1200 steps.
 """
 import argparse
 from itertools import cycle
@@ -92,11 +92,11 @@ def train(args):
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("--max-steps", type=int, default=400)
+    p.add_argument("--max-steps", type=int, default=1200)
     p.add_argument("--accum", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--log-every", type=int, default=50)
+    p.add_argument("--log-every", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     train(p.parse_args())

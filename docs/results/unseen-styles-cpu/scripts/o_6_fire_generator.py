@@ -1,4 +1,4 @@
-"""python-fire style entry point without `fire`: `main(epochs=5, batch_size=64, num_workers=1, lr=1e-3, ...)` is
+"""python-fire style entry point without `fire`: `main(epochs=7, batch_size=64, num_workers=1, lr=1e-3, ...)` is
 called by a small hand-written `Fire(main)` that maps `--num_workers=2` / `--num_workers 2` / `--num-workers 2` on
 `sys.argv` to the function's keyword arguments (typed from their defaults). No argparse anywhere. The training loop
 consumes a generator that converts the loader's uint8 batches as they come,
@@ -79,7 +79,7 @@ class MLP(nn.Module):
         return self.net(x)
 
 
-def main(epochs=5, batch_size=64, num_workers=1, lr=1e-3, seed=0, val_fraction=0.1):
+def main(epochs=7, batch_size=64, num_workers=1, lr=1e-3, seed=0, val_fraction=0.1):
     torch.manual_seed(seed)
     full = Uint8Images()
     n_val = int(len(full) * val_fraction)
