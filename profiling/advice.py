@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
+from profiling.edits import script_edits
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
 from profiling.turns import (HANDOFF_MS, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
                              measured_steps, step_noise, turn_means)
@@ -129,7 +130,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0),
-            "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0}
+            "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0,
+            "zero_untried": facts.gpus == 0 and 0 not in steps}  # a CPU job's main process alone may be fastest (p_4)
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -187,10 +189,16 @@ RULES: tuple[Rule, ...] = (
          "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
-    Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped,
+    Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped and not n.zero_untried,
          "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
          "profile again."),
+    Rule("capped_zero_untried", "advice", lambda n: n.basis == "tried" and n.capped and n.zero_untried,
+         "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
+         "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not tried, as your run had workers: on a "
+         "CPU-only job the main process alone can be the fastest where a batch costs little to build, as it leaves "
+         "the workers' CPUs to the step. Time it too (`python -m profiling run --try-workers 0,{num_workers} -- "
+         "SCRIPT ARGS`), or ask for more CPUs and profile again."),
     Rule("other_loader", "advice", lambda n: n.loop_found and n.other_loader is not None
          and n.cpus_per_task == n.other_cpus,
          "--cpus-per-task={other_cpus} keeps CPUs for the DataLoader at {other_loader}, which runs more workers than "
@@ -206,6 +214,10 @@ RULES: tuple[Rule, ...] = (
     Rule("workers_changed", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
          "While counts were tried, other workers built some batches: per-worker random augmentation, and so the "
          "losses, may differ from a plain run's; the sampler's order and the batches of each epoch do not."),
+    Rule("zero_not_tried", "note", lambda n: n.zero_untried and not n.capped,
+         "0 workers was not tried, as your run had workers. On a CPU-only job the main process alone, building each "
+         "batch itself, can be the fastest where a batch costs little to build: it leaves the workers' CPUs to the "
+         "step. To time it too: `python -m profiling run --try-workers 0,{num_workers} -- SCRIPT ARGS`."),
     Rule("few_turns", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
          and n.tried_turns in range(TURNS_FOR_SPREAD),
          "How sure: the run had time for {tried_turns} turn(s) of each count, too few to see how much one count's "
@@ -241,10 +253,15 @@ RULES: tuple[Rule, ...] = (
          "takes ceil({produce_ms:.2f} / {compute_ms:.2f}) = {raw_workers} workers on average; the estimate "
          "is {factor} times that, {estimate_high}, because workers hand batches over in a fixed order and "
          "one slow batch stalls the loop."),
-    Rule("estimate", "advice", lambda n: n.basis == "estimate",
+    Rule("estimate", "advice", lambda n: n.basis == "estimate" and not n.fallback.startswith("worker counts not"),
          "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the average "
          "need) and {estimate_high}. For a measured number, profile two epochs or more with {curve_command}: it "
          "times your loop untraced while worker counts take turns in it."),
+    Rule("estimate_untriable", "advice", lambda n: n.basis == "estimate" and n.fallback.startswith("worker counts not"),
+         "This num_workers is an ESTIMATE from the profile alone, somewhere between {raw_workers} (the average "
+         "need) and {estimate_high}: counts cannot be tried in this loop (the first line says why), and no loader "
+         "curve was measured at its end (its log says why). `python -m profiling sweep -- SCRIPT ARGS` times each "
+         "count in a run of its own."),
     Rule("own_count_faster", "advice", lambda n: n.basis == "own",
          "Measured in your run: your {current_workers} workers {untraced_step_ms:.2f} ms a step, untraced; the "
          "curve, timed up to {curve_max_workers} worker(s) on {cpus} CPU(s), gives {curve_chosen} worker(s) "
@@ -332,6 +349,8 @@ BRIEF: dict[str, str] = {
                        "on {cpus}: it needs CPUs.",
     "capped_in_run": "At every count tried on your {cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
                      "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
+    "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count {cpus} CPU(s) hold: time 0 "
+                           "workers too (--try-workers 0,{num_workers}), or add CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
     "other_loader": "{other_cpus} CPUs: the DataLoader at {other_loader} runs more workers in this job.",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",
@@ -342,6 +361,7 @@ BRIEF: dict[str, str] = {
     "workers_from_starved_loop": "One worker needs about {produce_ms:.2f} ms a batch; the loop takes one "
                                  "every {compute_ms:.2f} ms.",
     "estimate": "This is an ESTIMATE from the profile alone: {curve_command} over two epochs or more measures it.",
+    "estimate_untriable": "This is an ESTIMATE from the profile alone: `python -m profiling sweep` times each count.",
     "curve_too_short": "The loader curve did not reach the loop's pace on {curve_cpus} CPU(s): estimated instead.",
     "workers_from_paced_curve": "Timed with each batch held {curve_hold_ms:.1f} ms (the loop's step), the loader "
                                 "keeps up from {curve_fed_workers} worker(s).",
@@ -367,35 +387,6 @@ LESSON_SCRIPT_HINTS: dict[str, str] = {
     "pin_memory": "(mnist_classify.py: on by default with CUDA, off with --no-pin-memory.)",
     "persistent_workers": "(mnist_classify.py: --persistent-workers.)",
 }
-
-
-def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
-    """The edits in the script's own terms: its worker flag, else its DataLoader's line; nothing it does already."""
-    workers = numbers.num_workers or 0
-    changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known or facts.by_cpu_count
-    elsewhere = facts.workers_flag or facts.workers_set_at  # the count is set there, not on the DataLoader's line
-    kept = facts.workers_given if (elsewhere or not changed) and not facts.by_cpu_count else None
-    # a count the user sets elsewhere (a flag, a config, a global: unseen k_5, k_6) may be set to 0 later, which
-    # persistent_workers=True would make an error
-    extras = [f"persistent_workers={kept} > 0" if kept else "persistent_workers=True"] \
-        if workers >= 1 and facts.persistent_workers is None else []
-    extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
-    edits = [f"{facts.workers_flag}{' ' * (facts.workers_flag[-1] != '=')}{workers}"] if facts.workers_flag else []
-    edits += [facts.workers_set_at.replace("{n}", str(workers))] if facts.workers_set_at and changed else []
-    if facts.kit_script:  # its own flags cover the rest (the notes' hints)
-        return edits
-    settings = ([f"num_workers={workers}"] if changed and not elsewhere else []) + extras
-    where, by = f"{facts.loader_at}  " if facts.loader_at else "the script's ", facts.loader_built_by
-    if settings and by == "transformers":  # Hugging Face's Trainer builds it from TrainingArguments' dataloader_*
-        edits.append(f"{where}the Trainer's TrainingArguments(..., {', '.join('dataloader_' + s for s in settings)})")
-    elif settings and by:  # another framework's own DataLoader: set it through that framework
-        edits.append(f"{where}{by} builds the DataLoader from this line: give it {', '.join(settings)} where {by} "
-                     "takes its DataLoader options")
-    elif settings and facts.loader_kwargs:  # `**train_kwargs` holding num_workers: a keyword beside it would clash
-        edits.append(f"{where}before this line: {facts.loader_kwargs}.update({', '.join(settings)})")
-    elif settings:
-        edits.append(f"{where}{facts.loader_call}(..., {', '.join(settings)})")
-    return edits
 
 
 def advise(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,

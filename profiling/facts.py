@@ -16,7 +16,7 @@ from typing import Any
 
 from profiling.argv import switch
 from profiling.cpu_rule import job_cpus
-from profiling.precheck import turned_off
+from profiling.precheck import epoch_told, turned_off
 from profiling.records import JobFacts
 
 
@@ -136,11 +136,14 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
     split = meta.get("io_split") or {}  # the workers' read/decode split (`python -m small_files split`)
     pin_memory, persistent = loader.get("pin_memory"), loader.get("persistent_workers")  # False below: said so (l_2)
     said_off = isinstance(built_at, str) and turned_off(built_at, "persistent_workers", meta.get("cwd") or ".")
+    told = epoch_told(built_at, meta.get("cwd") or ".") if isinstance(built_at, str) and not persistent else None
+    said_off = said_off or bool(told)  # either way, the edit adds no persistent_workers=True
     return JobFacts(cpus=max(cpus or 1, 1), gpus=gpus or 0, num_workers=num_workers,
                     cores_per_gpu=cores_per_gpu or None, source="; ".join(said), requested=requested,
                     pin_memory=pin_memory if isinstance(pin_memory, bool)
                     else switch(argv, "--pin-memory", "--no-pin-memory"),
                     persistent_workers=False if said_off else persistent or switch(argv, "--persistent-workers"),
+                    epoch_told=told,
                     loader_at=built_at if isinstance(built_at, str) else None, loader_built_by=loader.get("built_by"),
                     loader_call=loader.get("call") or "DataLoader", read_share=split.get("read_share"),
                     read_ms=split.get("read_ms_per_batch"), decode_ms=split.get("decode_ms_per_batch"))

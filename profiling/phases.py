@@ -333,7 +333,8 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
 def _through_calls(rows: pd.DataFrame, table: pd.DataFrame, depth: int = 3) -> pd.Series:
     """Seconds a phase of these lines, where each 'other' (or named-for) line that calls one profiled function of the
     same file with phases of its own (`losses.append(train_step(model, batch, opt))`) is shared out as that function's
-    lines are, and theirs in turn (`training_step` -> `compute_loss` -> `model(...)`: unseen o_4). Without it a step in
+    lines are, and theirs in turn (`training_step` -> `compute_loss` -> `model(...)`: unseen o_4); so is the closure an
+    `optimizer.step(closure)` runs (Lightning's automatic optimization: p_2, L-BFGS: o_3). Without it a step in
     a function of its own showed as 'other' (unseen d_4: 14.6 %, all of the step), and `self.compute_loss(batch)`,
     whose lines run the model too, as 'loss' alone (unseen h_1). A function with a loader loop of its own is no step's
     part: its wait counted as the training loader's (unseen j_5)."""
@@ -341,11 +342,14 @@ def _through_calls(rows: pd.DataFrame, table: pd.DataFrame, depth: int = 3) -> p
     own = table[table["file"].isin(rows["file"]) & ~table["function"].isin(rows["function"])]
     stepping = own.groupby("function").filter(  # not one that waits on a loader: a validation pass (unseen j_5)
         lambda f: (f["phase"] != "other").any() and f["seconds"].sum() > 0 and not (f["phase"] == "data_wait").any())
-    calls = {f: re.compile(rf"\b{re.escape(f.rpartition('.')[2])}\s*\(") for f in set(stepping["function"])}
-    for line in rows[rows["phase"].isin(("other", "loss", "forward"))].itertuples() if depth else ():
-        called = {f for f, call in calls.items() if call.search(line.source)}  # `self.train_step(` too
-        if len(called) == 1:
+    names = {f: re.escape(f.rpartition(".")[2]) for f in set(stepping["function"])}
+    calls = {f: re.compile(rf"(?<!def )\b{name}\s*\(") for f, name in names.items()}  # `self.train_step(` too
+    passed = {f: re.compile(rf"[(,=]\s*{name}\s*[,)]") for f, name in names.items()}  # `optimizer.step(closure)`
+    for line in rows.itertuples() if depth else ():
+        named = calls if line.phase in ("other", "loss", "forward") else passed if line.phase == "optimizer" else {}
+        if len(called := {f for f, pattern in named.items() if pattern.search(line.source)}) == 1:
             share = _through_calls(stepping[stepping["function"] == called.pop()], table, depth - 1)
-            seconds = seconds.add(line.seconds * share / share.sum(), fill_value=0.0)
-            seconds[line.phase] -= line.seconds
+            part = min(line.seconds, share.sum()) if named is passed else line.seconds  # the step's own update stays
+            seconds = seconds.add(part * share / share.sum(), fill_value=0.0)
+            seconds[line.phase] -= part
     return seconds

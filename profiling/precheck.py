@@ -183,6 +183,21 @@ def turned_off(where: str, key: str, root: str = ".") -> bool:
                                   if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords)
 
 
+def epoch_told(where: str, root: str = ".") -> str | None:
+    """file:line where the loader's file tells a dataset its epoch in the main process (`train_set.set_epoch(epoch)`,
+    `loader.dataset.epoch = epoch`; a sampler's is not the dataset's): persistent workers, forked once, keep their first
+    copy, so that epoch would never reach them (unseen p_1, p_5: the losses moved)."""
+    file, _, line = where.rpartition(":")
+    for node in ast.walk(parse_script(Path(root, file)) or ast.Module([], [])) if line.isdigit() else ():
+        told = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "set_epoch" else next((t.value for t in getattr(node, "targets", ())
+                                                          if isinstance(t, ast.Attribute) and "epoch" in t.attr), None)
+        if told is not None and re.search(r"dataset|_set$|\bds$|data$", receiver := ast.unparse(told), re.IGNORECASE) \
+                and "sampler" not in receiver.lower():
+            return f"{file}:{node.lineno}"
+    return None
+
+
 def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), root: str = ".") -> str | None:
     """Where the `cfg.num_workers` or `cfg["num_workers"]` a DataLoader is `given` is set to a number: the one call that
     passes it (`TrainingArguments(..., dataloader_num_workers=0)` overrides the dataclass's default: unseen o_4), else

@@ -44,6 +44,7 @@ class JobFacts:
     requested: bool = False         # `cpus` is what the job asked for (Slurm or --cpus), not just a machine's size
     pin_memory: bool | None = None  # the run's --pin-memory / --no-pin-memory; None when it did not say
     persistent_workers: bool | None = None  # on; False: the script says False in so many words; None: not said
+    epoch_told: str | None = None  # file:line that tells the dataset its epoch, which persistent workers would not see
     read_share: float | None = None  # share of the workers' time spent opening and reading files (io_split)
     read_ms: float | None = None     # ... per batch, and decoding/transforming per batch, when measured
     decode_ms: float | None = None
@@ -122,6 +123,7 @@ class AdviceNumbers:
     tried: dict | None = None           # measured in the run, untraced: workers -> seconds per step
     tried_noise: dict | None = None     # ... and the standard error of each of those means
     tried_text: str = ""                # ... in words, fastest first
+    zero_untried: bool = False          # a CPU-only job whose own workers kept 0 out of the counts tried
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
     behind_workers: int | None = None   # the advised count, or the next one down where the fastest was advised:
     behind_pct: float | None = None     # ... its step behind the fastest's, in %, ...

@@ -152,6 +152,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
                         workers_given=given, loader_kwargs=spread,
                         workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
+    notes += [f"persistent_workers is not advised: {facts.epoch_told} tells the dataset its epoch in the main process, "
+              "and persistent workers, forked once, would keep their first copy of it"] if facts.epoch_told else []
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which leaves the main process "
               "no CPU of its own (cpu_count() counts even the node's cores): the edit sets the count itself"
               ] if facts.by_cpu_count else []

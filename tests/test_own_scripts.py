@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.advice import script_edits
-from profiling.precheck import loop_module, unreachable_loop, worker_flag, workers_given
+from profiling.edits import script_edits
+from profiling.precheck import epoch_told, loop_module, unreachable_loop, worker_flag, workers_given
 from profiling.records import Report
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
@@ -590,6 +590,54 @@ def test_a_workers_option_of_a_cli_without_argparse_is_the_edit(tmp_path, repo):
     assert worker_flag(script, ["--epochs", "2"]) is None  # nothing given, nothing declared: the DataLoader's line
 
 
+EPOCH_TOLD = """import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Noisy(Dataset):
+    def __init__(self):
+        self.epoch = 0
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.full((3,), float(self.epoch)), torch.zeros(1)
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Noisy(), batch_size=16, num_workers=1)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        loader.dataset.epoch = epoch
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+"""
+
+
+def test_a_dataset_told_its_epoch_is_not_given_persistent_workers(tmp_path, repo):
+    """`loader.dataset.epoch = epoch` in the main process: fresh workers each epoch fork the new epoch, persistent ones
+    keep epoch 0's copy. The edit and a note added persistent_workers=True anyway, and the losses moved (unseen p_1,
+    p_5). A sampler's set_epoch runs in the main process and is no reason."""
+    script = tmp_path / "epoch_told.py"
+    script.write_text(EPOCH_TOLD)
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "text")
+    told = f"{script.name}:{line_of(script, 'loader.dataset.epoch = epoch')}"
+    assert report.facts.epoch_told is not None and report.facts.epoch_told.endswith(told), report.facts
+    more = replace(report.advice.numbers, num_workers=2, current_workers=1, workers_known=True)
+    assert not any("persistent_workers" in e for e in script_edits(more, report.facts)), report.facts
+    assert "persistent_workers" not in report.advice.fired_rules
+    assert any(note.startswith("persistent_workers is not advised") for note in report.notes), report.notes
+    (tmp_path / "sampler.py").write_text("for epoch in range(3):\n    train_sampler.set_epoch(epoch)\n"
+                                         "    train_set.set_epoch(epoch)\n")
+    assert epoch_told("sampler.py:1", str(tmp_path)) == "sampler.py:3"  # the dataset's, not the sampler's
+    (tmp_path / "sampler.py").write_text("for epoch in range(3):\n    loader.sampler.set_epoch(epoch)\n")
+    assert epoch_told("sampler.py:1", str(tmp_path)) is None
+
+
 def test_one_iterator_over_every_epoch_is_traced_for_one_epoch_then_timed_untraced(tmp_path, repo):
     """timm's MultiEpochsDataLoader makes one iterator for the whole run, so no second epoch's iterator stopped the
     tracing: all 6 epochs were traced and the report said "too short" (unseen o_2). Tracing now stops one batch past an
@@ -613,6 +661,9 @@ def test_a_loop_over_kept_batches_says_why_nothing_was_tried(tmp_path, repo):
     head = (tmp_path / "cycled_loader.report.txt").read_text()
     assert report.loop.batches == 40 and "40 batches (all traced; 8 came from its DataLoader)" in head, head
     assert "worker counts not tried: the loop stepped 40 times on 8 batches" in report.advice.numbers.fallback
+    # an estimate then names a sweep, not "profile two epochs or more", which no longer run could change (p_5)
+    assert "estimate_untriable" in report.advice.fired_rules and "estimate" not in report.advice.fired_rules
+    assert any("profiling sweep" in why for why in report.advice.briefs), report.advice.briefs
 
 
 def test_a_loop_that_calls_its_step_as_a_closure_is_found_where_the_hook_saw_its_loader(tmp_path, repo):
