@@ -96,7 +96,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     raw = math.ceil(produce / compute - 1e-9) if loader_bound and compute > 0 else None
     traced = (trials or {}).get("traced") or {}  # the hook's clock: batch to batch, the first (workers' start) left out
     from_loader = (trials or {}).get("traced_batches") or math.inf  # fewer than the loop's steps: it ran on without
-    if status.startswith("too short") and loop.batches > from_loader + 1:
+    if status.startswith("too short") and loop.batches > from_loader + 1 and not (trials or {}).get("other_batches"):
         status = (f"worker counts not tried: the loop stepped {loop.batches} times on {from_loader} "
                   "batches of its DataLoader and asked for no more (a loop over kept batches, as itertools.cycle does)")
     measured: dict = {}
