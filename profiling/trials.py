@@ -55,7 +55,7 @@ class Trials:
         self.trace_batches, self.segment_s, self.asked = trace_batches, segment_s, asked
         self.entry: dict[str, Any] | None = None  # the training loader's capture entry
         self.tracing, self.traced_batches, self.away, self.graded = True, 0, False, True  # away: a pass left alone
-        self.others = 0  # batches of other loaders (and passes left alone)
+        self.others, self.recorded = 0, False  # batches of other loaders (and passes left alone) while the script ran
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
         self.gpus, self.pin, self.rounds = 0, False, 0
@@ -98,7 +98,7 @@ class Trials:
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
         """One batch of any loader: count the traced ones, time the untraced ones of the training loader."""
         if not self.is_training(entry) or self.away:
-            self.others += 1  # another loader's (a new one each epoch: b_s5b), or a pass left alone
+            self.others += not self.recorded  # another loader's (a new one each epoch: b_s5b), not the exit's curve
             return
         if step_s is not None and wait_s is not None:
             self.add(self.traced if self.tracing else self.untraced, step_s, wait_s)
@@ -289,7 +289,7 @@ class Trials:
             self.status = "too short to try worker counts: the run ended " + (
                 "while timing its own worker count, before others" if self.timed else "in its loader's first epoch "
                 "(counts are tried from its second)" if self.untraced["steps"] else "within the traced part")
-        turn_s = self.turn_s()
+        turn_s, self.recorded = self.turn_s(), True  # (the loader curve at exit records first, then iterates)
         return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches, "other_batches": self.others,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,

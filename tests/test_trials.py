@@ -704,3 +704,17 @@ def test_under_a_slurm_jobs_mem_the_trials_keep_one_counts_workers_alive_at_a_ti
     alive = {mem: re.findall(r"most workers alive at once (\d+)", log) for mem, log in logs.items()}
     assert alive == {"8G": ["2"], "1200M": ["2"]}, alive
     assert epochs(logs["8G"]) == epochs(logs["1200M"]) and len(epochs(logs["8G"])) == 5
+
+
+def test_the_loader_curve_at_exit_is_no_other_loader_of_the_run():
+    """Batches of other loaders while the script runs (a DataLoader built anew each epoch: unseen b_s5b) say that the
+    loop did not run on kept batches; the loader curve measured at exit, after the record it reads, iterates loaders
+    too, and counting those called o_5's `itertools.cycle` loop "too short to try"."""
+    trials = Trials()
+    train = {"shuffles": True, "epoch_batches": 4, "batches": 4, "epochs": 1, "built_at": "t.py:3"}
+    again = dict(train)  # the next epoch's new loader, built at the same line
+    trials.batch(train, None, None)
+    trials.batch(again, 0.01, 0.0)
+    assert trials.record()["other_batches"] == 1
+    trials.batch(again, 0.01, 0.0)  # the curve's, after the record it read
+    assert trials.record()["other_batches"] == 1
