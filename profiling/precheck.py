@@ -206,8 +206,8 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
     otherwise."""
     name, text = re.fullmatch(r".*?[.\['\"](\w*workers\w*)['\"\]]*", given or ""), script.read_text(errors="replace")
     passed = [(ast.unparse(n.func), k.value.lineno) for n in ast.walk(parse_script(script) or ast.Module([], []))
-              if name and isinstance(n, ast.Call) and not ast.unparse(n.func).endswith("DataLoader")
-              for k in n.keywords if k.arg == name[1] and type(getattr(k.value, "value", None)) is int]
+              if isinstance(n, ast.Call) and not ast.unparse(n.func).endswith("DataLoader")
+              for k in n.keywords if k.arg == name[1] and type(getattr(k.value, "value", None)) is int] if name else []
     if passed:  # more than one call (a train and an eval config): no one place to edit
         return f"{os.path.relpath(script, root)}:{passed[0][1]}  {passed[0][0]}(..., {name[1]}={{n}})" \
             if len(passed) == 1 else None

@@ -44,7 +44,7 @@ def _loop_lines(report: Report) -> list[str]:
         return ["No training loop (`for ... in <loader>`) found: see the notes."]
     n = report.advice.numbers
     traced = f"the first {n.traced_batches} batches traced" if n and n.traced_batches else "traced"
-    if n and n.traced_batches and loop.batches > n.traced_batches + 1 and "kept batches" in n.fallback:  # o_5
+    if n and n.traced_batches and "kept batches" in n.fallback:  # the loop ran on without its loader (o_5)
         traced = f"all traced; {n.traced_batches} came from its DataLoader"
     where = f"in {loop.function}()" if loop.function else "(timed through its DataLoader, not in the profiled lines)"
     lines = [f"Training loop: {loop.file}:{loop.header_line} {where}, {loop.batches} batches ({traced})",
