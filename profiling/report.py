@@ -13,10 +13,11 @@ from typing import Any
 import pandas as pd
 
 from profiling.advice import advise
+from profiling.argv import shown
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import takes_metrics_json, worker_flag, workers_given, workers_set_at
+from profiling.precheck import takes_metrics_json, worker_flag, workers_from_slurm, workers_given, workers_set_at
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -124,6 +125,9 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
     record = sibling(lprof_path, ".loaders.json")
     loaders, trials = read_loaders(record), read_trials(record)
+    for entry in [*loaders, (trials or {}).get("loader") or {}]:  # a module the script imports: named as the script
+        entry.update({k: shown(str(entry[k]), meta.get("cwd") or ".") for k in ("built_at", "iterated_at")
+                      if entry.get(k)})
     hooked = str(((trials or {}).get("loader") or {}).get("iterated_at", ""))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources, hooked)
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
@@ -149,11 +153,15 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
         given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd, facts.loader_call)
         own_line = facts.loader_at and not facts.loader_built_by and not given  # sets none, or a number (n_5)
         flag = None if own_line else worker_flag(script, args, given)
+        loader_file = (facts.loader_at or "").rpartition(":")[0]
+        slurm = None if flag or own_line else workers_from_slurm([str(script), loader_file], cwd)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
-                        workers_given=given, loader_kwargs=spread,
-                        workers_set_at=None if flag else workers_set_at(script, given, args, cwd))
+                        workers_given=given, loader_kwargs=spread, workers_from_slurm=slurm,
+                        workers_set_at=None if flag or slurm else workers_set_at(script, given, args, cwd))
     notes += [f"persistent_workers is not advised: {facts.epoch_told} tells the dataset its epoch in the main process, "
               "and persistent workers, forked once, would keep their first copy of it"] if facts.epoch_told else []
+    notes += [f"{facts.workers_from_slurm} sets the worker count from SLURM_CPUS_PER_TASK: the #SBATCH line sets it, "
+              "so the script is not edited (check that it gives the advised count)"] if facts.workers_from_slurm else []
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which leaves the main process "
               "no CPU of its own (cpu_count() counts even the node's cores): the edit sets the count itself"
               ] if facts.by_cpu_count else []

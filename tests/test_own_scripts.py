@@ -590,6 +590,30 @@ def test_a_workers_option_of_a_cli_without_argparse_is_the_edit(tmp_path, repo):
     assert edits[0] == "--num_workers=3" and not any("num_workers=3," in e for e in edits), edits
     assert worker_flag(script, ["--epochs", "2", "loader.num_workers=2"]) == "loader.num_workers="
     assert worker_flag(script, ["--epochs", "2"]) is None  # nothing given, nothing declared: the DataLoader's line
+    # getopt's `-w/--workers`, run as `-w 0`: its long option is the edit, not a count on the DataLoader (unseen q_1)
+    getopt = tmp_path / "getopt_style.py"
+    getopt.write_text('import getopt, sys\nopts, _ = getopt.getopt(sys.argv[1:], "w:e:", ["workers=", "epochs="])\n')
+    assert worker_flag(getopt, ["-w", "0"]) == worker_flag(getopt, []) == "--workers"
+
+
+def test_a_count_read_from_slurm_in_the_script_is_set_by_the_sbatch_line_not_on_the_loader_of_its_module(tmp_path,
+                                                                                                          repo):
+    """Unseen q_2: `NUM_WORKERS = SLURM_CPUS_PER_TASK - 1` in the script, its DataLoader built by a module of its own
+    beside it. The edit hard-coded a count on the module's line, named by its absolute path: the training loader then
+    kept that count while the job's CPUs changed. The #SBATCH line is the edit, a note says why, and the module's line
+    is named from where the run started, as the script is."""
+    for name in ("slurm_count.py", "slurm_count_data.py"):
+        shutil.copy(OWN / name, tmp_path / name)
+    done = dlprof(repo, "run", "--try-workers", "off", "--curve-seconds", "0", "--formats", "text", "--output-dir",
+                  "out", "--", "slurm_count.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = build_report(tmp_path / "out" / "slurm_count.lprof")
+    assert report.facts.workers_from_slurm == "slurm_count.py:10", report.facts
+    assert report.facts.loader_at == "slurm_count_data.py:8", report.facts
+    more = replace(report.advice.numbers, num_workers=3, current_workers=1, workers_known=True)
+    assert not any("num_workers=3" in e for e in script_edits(more, report.facts)), script_edits(more, report.facts)
+    assert any("slurm_count.py:10 sets the worker count from SLURM_CPUS_PER_TASK" in n for n in report.notes)
+    assert str(tmp_path) not in done.stdout, done.stdout  # every file named as the script is
 
 
 EPOCH_TOLD = """import torch

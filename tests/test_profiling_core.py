@@ -173,6 +173,42 @@ def test_the_closure_an_optimizer_step_runs_is_shared_out_as_its_lines_are():
     assert seconds["optimizer"] == pytest.approx(0.3) and seconds.sum() == pytest.approx(2.91), seconds
 
 
+def test_a_scaler_object_called_for_the_backward_and_step_is_shared_out_as_its_call_method_is():
+    """MAE's and timm's `loss_scaler(loss, optimizer, parameters=...)`, whose `__call__` runs the backward and the step:
+    the table had no backward row, the call's 34 ms filed as `loss` (unseen q_6). A call of a name bound to the class
+    is a call of its `__call__`."""
+    rows = [("main", 5, "loss_scaler = NativeScaler()", "other", 0.001),
+            ("train", 10, "for x, y in loader:", "data_wait", 0.5), ("train", 11, "loss = model(x, y)", "forward", 1.0),
+            ("train", 12, "loss_scaler(loss, optimizer, parameters=model.parameters())", "loss", 2.0),
+            ("NativeScaler.__call__", 20, "loss.backward()", "backward", 1.8),
+            ("NativeScaler.__call__", 21, "optimizer.step()", "optimizer", 0.2)]
+    table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec,
+                           "hits": 10} for f, n, s, p, sec in rows])
+    seconds = phase_summary(table, LoopSummary("t.py", "train", 10, 10, 0.5, 3.0, lines=(10, 12)))
+    seconds = seconds.set_index("phase")["seconds"]
+    assert seconds["backward"] == pytest.approx(1.8) and seconds["optimizer"] == pytest.approx(0.2), seconds
+    assert seconds["loss"] == pytest.approx(0.0) and seconds.sum() == pytest.approx(3.5), seconds
+
+
+def test_a_loader_named_dl_is_the_loop_not_the_wrapper_that_iterates_it():
+    """PyTorch's "What is torch.nn really?": `for xb, yb in train_dl:` around `loss_batch(...)`, the DataLoader
+    iterated inside a wrapper's generator. `train_dl` named no loader, so the wrapper's loop was the training loop and
+    the step's time was `other` (unseen q_5)."""
+    source = (
+        "class Wrapped:\n"
+        "    def __iter__(self):\n"
+        "        for b in self.dl:\n"
+        "            yield self.func(*b)\n"
+        "\n"
+        "def fit(epochs, model, loss_func, opt, train_dl):\n"
+        "    for epoch in range(epochs):\n"
+        "        for xb, yb in train_dl:\n"
+        "            loss_batch(model, loss_func, xb, yb, opt)\n")
+    phases, loops = classify_function(source, "t.py", 6, "fit")
+    assert [loop.header for loop in loops] == [(8,)] and phases[8] == "data_wait", (loops, phases)
+    assert [loop.header for loop in classify_function(source, "t.py", 2, "Wrapped.__iter__")[1]] == [(3,)]
+
+
 def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
     (tmp_path / "w.py").write_text("def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n")
     path = write_lprof(tmp_path / "w.lprof",
