@@ -31,12 +31,10 @@ def switch(args: list[str], on: str, off: str | None = None) -> bool | None:
 
 def strip_flags(args: list[str], flags: tuple[str, ...]) -> list[str]:
     """Remove `--flag V` / `--flag=V` so that the caller's own values are the only ones."""
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in flags:
-            skip = True
+    out, rest = [], iter(args)
+    for arg in rest:
+        if arg in flags:
+            next(rest, None)  # its value
         elif not any(arg.startswith(f + "=") for f in flags):
             out.append(arg)
     return out

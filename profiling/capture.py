@@ -267,11 +267,8 @@ def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = Non
     """The loader a training loop iterates: of those iterated at its header, the one the trials timed (`timed`: where
     it was built and iterated; train and validation may share a line), else the first; with none there, the busiest."""
     if file is not None and line is not None:
-        def at_header(entry: Mapping[str, Any]) -> bool:
-            where, _, number = str(entry.get("iterated_at", "")).rpartition(":")
-            return number == str(line) and os.path.basename(where) == os.path.basename(file)
-
-        here = [entry for entry in loaders if at_header(entry)]
+        header = f"{os.path.basename(file)}:{line}"  # `iterated_at` there, in any folder
+        here = [entry for entry in loaders if os.path.basename(str(entry.get("iterated_at", ""))) == header]
         if here:
             return next((e for e in here if timed and all(e.get(k) == v for k, v in timed.items())), here[0])
     return max(loaders, key=lambda entry: entry.get("batches") or 0, default=None)

@@ -68,17 +68,12 @@ def cores_per_gpu_of(node_text: str | None) -> int | None:
     return cpus // gpus if cpus and gpus else None
 
 
-def node_name(env: Mapping[str, str], meta: Mapping[str, Any]) -> str | None:
-    """The node the profiled job ran on: this job's node, else the one `run` recorded."""
-    name = env.get("SLURMD_NODENAME") or (meta.get("slurm") or {}).get("SLURM_JOB_NODELIST", "")
-    return name if name and re.fullmatch(r"[\w.-]+", name) else None  # one plain node, not a list
-
-
 def read_environment(meta: Mapping[str, Any] | None = None) -> Environment:
     """Gather the process's environment, affinity mask, Slurm node description and NVML count."""
     env = dict(os.environ)
-    node = node_name(env, meta or {})
-    return Environment(env=env, affinity=job_cpus(), node_text=_scontrol_node(node) if node else None,
+    node = env.get("SLURMD_NODENAME") or ((meta or {}).get("slurm") or {}).get("SLURM_JOB_NODELIST", "")
+    plain = node and re.fullmatch(r"[\w.-]+", node)  # this job's node, else the one `run` recorded; not a list
+    return Environment(env=env, affinity=job_cpus(), node_text=_scontrol_node(node) if plain else None,
                        nvml_gpus=_nvml_gpus())
 
 

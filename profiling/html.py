@@ -38,11 +38,6 @@ def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def image_data_uri(path: Path) -> str:
-    """A PNG file as a `data:` URI, so the page carries its own images."""
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
-
-
 def _list(items: Iterable[object]) -> str:
     return "<ul>" + "".join(f"<li>{_esc(item)}</li>" for item in items) + "</ul>"
 
@@ -83,10 +78,10 @@ def render_html(report: Report, plot_paths: Iterable[Path]) -> str:
     body = [f"<h1>{_esc(title)}</h1>", _meta_section(report), _advice_section(report)]
     body += ["<section class='notes'><h2>Notes</h2>" + _list(report.notes) + "</section>"] if report.notes else []
     body.append("<h2>Phases</h2>" + _table(report.phases, "phases"))
-    plots = [Path(p) for p in plot_paths]
+    plots = [(Path(p), base64.b64encode(Path(p).read_bytes()).decode("ascii")) for p in plot_paths]  # as data URIs
     if plots:
-        body.append("<h2>Plots</h2>" + "".join(f"<figure><img alt='{_esc(p.stem)}' src='{image_data_uri(p)}'>"
-                                               f"<figcaption>{_esc(p.name)}</figcaption></figure>" for p in plots))
+        body.append("<h2>Plots</h2>" + "".join(f"<figure><img alt='{_esc(p.stem)}' src='data:image/png;base64,{png}'>"
+                                               f"<figcaption>{_esc(p.name)}</figcaption></figure>" for p, png in plots))
     lines = report.lines.sort_values("seconds", ascending=False) if len(report.lines) else report.lines
     body.append(f"<h2>Lines ({len(lines)}, slowest first)</h2>" + _table(lines, "lines"))
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"

@@ -35,9 +35,7 @@ def stop_line_tracing() -> None:
     if hasattr(getattr(builtins, "profile", None), "enable"):
         builtins.profile.enable = lambda *args, **kwargs: None  # type: ignore[attr-defined]
     monitoring = getattr(sys, "monitoring", None)  # Python 3.12+
-    if monitoring is None:
-        return
-    for tool_id in range(6):  # sys.monitoring has six tool ids
+    for tool_id in range(6) if monitoring is not None else ():  # sys.monitoring has six tool ids
         if monitoring.get_tool(tool_id) == "line_profiler":
             monitoring.set_events(tool_id, monitoring.events.NO_EVENTS)
 

@@ -15,7 +15,7 @@ import atexit
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,17 +177,6 @@ class _CurveHook:
         atexit.register(self.measure)  # after capture's writer (last in, first out): its record stays the script's
         interrupts.install()  # a no-op when capture installed it
 
-    @staticmethod
-    def loop_hold_ms(entry: Mapping[str, Any]) -> float:
-        """The loop's compute per batch in ms, to hold each batch for; 0 (no curve, said) when too few steps ran."""
-        if (step := capture.loop_step(entry)) is None:
-            print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
-                  "the curve by; no curve measured", file=sys.stderr)
-            return 0.0
-        print(f"loader curve: the loop computed for {1e3 * step.compute_s:.2f} ms per batch ({step.steps} steps "
-              "timed): each batch is held that long", file=sys.stderr)
-        return round(1e3 * step.compute_s, 3)
-
     def measure(self) -> None:
         if interrupts.seen:  # Ctrl-C: the user wants out, not a measurement
             print("loader curve: not measured: the run was interrupted", file=sys.stderr)
@@ -204,7 +193,13 @@ class _CurveHook:
         # the training loader: whose loop took longest (an eval loader may give more, smaller ones), then most batches
         entry, spec = max(self.specs, key=lambda pair: (pair[0].get("loop_seconds") or 0.0,
                                                         pair[0].get("batches") or 0))
-        if (hold_ms := self.loop_hold_ms(entry)) <= 0:
+        if (step := capture.loop_step(entry)) is None:
+            print(f"loader curve: the loop ran {entry.get('loop_steps') or 0} timed step(s), too few to pace "
+                  "the curve by; no curve measured", file=sys.stderr)
+            return
+        print(f"loader curve: the loop computed for {1e3 * step.compute_s:.2f} ms per batch ({step.steps} steps "
+              "timed): each batch is held that long", file=sys.stderr)
+        if (hold_ms := round(1e3 * step.compute_s, 3)) <= 0:  # each batch is held for the loop's compute per batch
             return
         import torch
 
@@ -234,4 +229,3 @@ def install() -> bool:
         return False
     _CurveHook(Path(os.environ[CURVE_VAR]), float(os.environ.get(SECONDS_VAR) or SECONDS)).install()
     return True
-

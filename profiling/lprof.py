@@ -84,8 +84,7 @@ def parse_lprof(data: bytes, path: Path | None = None) -> LineProfile:
     if not isinstance(obj, _LineStatsState):
         raise ProfileError(f"{where}: is a pickle of {type(obj).__name__}, not line_profiler's LineStats")
     state = vars(obj)
-    return LineProfile(timings=_check_timings(state.get("timings"), where),
-                       unit=_check_unit(state.get("unit"), where), path=path)
+    return LineProfile(timings=_check_timings(state.get("timings"), where), unit=_check_unit(state.get("unit"), where))
 
 
 def _memo_index_past_the_data(data: bytes) -> str | None:

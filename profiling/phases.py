@@ -203,8 +203,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
         if isinstance(node, (ast.For, ast.AsyncFor)):
             header = tuple(range(node.lineno, max(node.body[0].lineno, node.lineno + 1)))
             is_loader = node.lineno in hooked or _is_loader_loop(node, nested)
-            for line in header:
-                phase_of[line] = "data_wait" if is_loader else statement_phase(node.iter)
+            phase_of.update(dict.fromkeys(header, "data_wait" if is_loader else statement_phase(node.iter)))
             waits = header if is_loader else _next_lines(node, iterators)
         else:
             waits = _next_lines(node, iterators) if isinstance(node, ast.While) else ()

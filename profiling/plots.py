@@ -124,8 +124,7 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
 def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:
     """Write the report's PNGs as `<stem>.<kind>.png`; returns the paths. Each is drawn in a forked process where the
     job has CPUs to spare: drawing (about 0.4 s a figure) is most of what `run` adds after the script ends."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir := Path(out_dir)).mkdir(parents=True, exist_ok=True)
     jobs: list[tuple] = [(plot_lines, report.lines, out_dir / f"{stem}.lines.png")] if len(report.lines) else []
     if len(report.phases) and report.phases["seconds"].sum() > 0:
         jobs.append((plot_phases, report.phases, out_dir / f"{stem}.phases.png"))

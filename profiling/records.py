@@ -29,7 +29,6 @@ class LineProfile:
 
     timings: dict[tuple[str, int, str], list[tuple[int, int, int]]]
     unit: float
-    path: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -79,15 +79,6 @@ def _advice_head(report: Report) -> list[str]:
     return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
 
 
-def _curve_lines(report: Report) -> list[str]:
-    """The measured loader curve, one line: k -> batches/s."""
-    curve = report.curve
-    if curve is None:
-        return []
-    points = ", ".join(f"{p.workers}: {p.batches_per_s:.0f}" for p in sorted(curve.points, key=lambda p: p.workers))
-    return [f"  Loader curve (num_workers: batches/s, {curve_timing(curve.hold_ms)} on {curve.cpus} CPUs): {points}"]
-
-
 def _facts_line(report: Report) -> str:
     f = report.facts
     workers = "unknown" if f.num_workers is None else str(f.num_workers)
@@ -129,7 +120,10 @@ def render_markdown(report: Report) -> str:
            f"Counts from: {report.facts.source}.", "", "## Training loop", ""]
     out += [line.strip() + "  " for line in _loop_lines(report)]
     out += ["", "## Advice", "", "**" + _advice_head(report)[0] + "**", ""]
-    out += [line.strip() for line in _curve_lines(report)] + ([""] if report.curve is not None else [])
+    if (curve := report.curve) is not None:  # the measured loader curve, one line: k -> batches/s
+        points = ", ".join(f"{p.workers}: {p.batches_per_s:.0f}" for p in sorted(curve.points, key=lambda p: p.workers))
+        out += [f"Loader curve (num_workers: batches/s, {curve_timing(curve.hold_ms)} on {curve.cpus} CPUs): "
+                f"{points}", ""]
     if report.advice.edits:
         out += ["Exact edits (job script, then training script):", "", "```bash", *report.advice.edits, "```", ""]
     out += [f"- {r}" for r in report.advice.reasons]
@@ -187,4 +181,3 @@ def render(report: Report, fmt: str, plot_paths: list[Path] | None = None) -> st
     if fmt not in renderers:
         raise ValueError(f"unknown format {fmt!r}")
     return renderers[fmt](report)
-

@@ -71,15 +71,6 @@ def read_samples(lprof: Path) -> tuple[pd.DataFrame | None, list[str]]:
         return None, [f"ignored {path.name}: {type(err).__name__}"]
 
 
-def profiled_script(meta: dict[str, Any]) -> Path | None:
-    """The script `run` profiled, as a resolved path, when the metadata names one that still exists."""
-    argv = meta.get("argv") or []
-    if not argv or not isinstance(argv[0], str):
-        return None
-    path = Path(meta.get("cwd") or ".", argv[0]).resolve()
-    return path if path.is_file() else None
-
-
 def is_kit_script(script: Path) -> bool:
     """One of the kit's own scripts, whose flags the hints may name: in the kit, not its tests, taking `--metrics-json`
     (benchmarks/styles imitate users' scripts, and get their edits)."""
@@ -148,16 +139,17 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     if curve is not None and curve.hold_ms <= 0:
         notes.append("the loader curve was timed alone (each batch taken at once): shown, not advised from; "
                      "what workers deliver alone is not what a loop beside them gets (docs/profiling-model.md)")
-    if (script := profiled_script(meta)) is not None:  # the edits in its terms: its flag, or its DataLoader's line
-        args, cwd = meta["argv"][1:], meta.get("cwd") or "."
+    argv, cwd = meta.get("argv") or [], meta.get("cwd") or "."  # the script `run` profiled, where it still is
+    script = Path(cwd, argv[0]).resolve() if argv and isinstance(argv[0], str) else None
+    if script is not None and script.is_file():  # the edits in its terms: its flag, or its DataLoader's line
         given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd, facts.loader_call)
         own_line = facts.loader_at and not facts.loader_built_by and not given  # sets none, or a number (n_5)
-        flag = None if own_line else worker_flag(script, args, given)
+        flag = None if own_line else worker_flag(script, argv[1:], given)
         loader_file = (facts.loader_at or "").rpartition(":")[0]
         slurm = None if flag or own_line else workers_from_slurm([str(script), loader_file], cwd)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
                         workers_given=given, loader_kwargs=spread, workers_from_slurm=slurm,
-                        workers_set_at=None if flag or slurm else workers_set_at(script, given, args, cwd))
+                        workers_set_at=None if flag or slurm else workers_set_at(script, given, argv[1:], cwd))
     notes += [f"persistent_workers is not advised: {facts.epoch_told} tells the dataset its epoch in the main process, "
               "and persistent workers, forked once, would keep their first copy of it"] if facts.epoch_told else []
     notes += [f"{facts.workers_from_slurm} sets the worker count from SLURM_CPUS_PER_TASK: the #SBATCH line sets it, "

@@ -58,13 +58,6 @@ def kernprof_command(script: str, args: list[str], lprof: Path, modules: Sequenc
             script, "--", *args]
 
 
-def kernprof_environment(loaders: Path, modules: Sequence[str] = ()) -> dict[str, str]:
-    """Where profiling.capture records, the user's `--module`s, and the legacy tracer unless the user chose a core:
-    3.12+'s `sys.monitoring` traces every thread (pin-memory's too), the legacy one only the main thread, cheaper."""
-    return {"LINE_PROFILER_CORE": "ctrace", **os.environ, capture.PATH_VAR: str(loaders),
-            capture.OWN_VAR: ",".join(modules)}
-
-
 def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sampler | None, Environment]:
     """The script under kernprof: traced, then timed untraced (profiling.trials); too short, the loader curve at end."""
     script, script_args, modules = args.command[0], args.command[1:], args.module
@@ -76,7 +69,10 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
     meta: dict = {"stem": stem, "lprof": str(lprof), "argv": [script, *script_args],
                   "command": kernprof_command(script, script_args, lprof, modules), "cwd": os.getcwd(),
                   "hostname": socket.gethostname(), "python": sys.executable}
-    child_env = kernprof_environment(loaders, modules)
+    # where profiling.capture records, the user's `--module`s, and the legacy tracer unless the user chose a core:
+    # 3.12+'s `sys.monitoring` traces every thread (pin-memory's too), the legacy one only the main thread, cheaper
+    child_env = {"LINE_PROFILER_CORE": "ctrace", **os.environ, capture.PATH_VAR: str(loaders),
+                 capture.OWN_VAR: ",".join(modules)}
     if args.trace_batches > 0:
         child_env.update({TRACE_VAR: str(args.trace_batches), TRY_VAR: args.try_workers,
                           SEGMENT_VAR: str(args.segment_seconds)})

@@ -192,8 +192,7 @@ def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path)
 
 def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
     """Run `dlkit-prof run` on the command as given (the current setting)."""
-    folder = folder.resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder := folder.resolve()).mkdir(parents=True, exist_ok=True)
     profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
     if not takes_metrics_json(Path(command[0])):  # a user's script: a bounded run, like each setting
         profiled = ["env", f"{capture.BATCHES_VAR}={args.batches}", *profiled]
@@ -283,8 +282,7 @@ def summarise(out_dir: Path, rows: list[dict], advice: int | None, advice_source
 
 def sweep_command(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every setting produced a number, 1 when some failed, 2 when none did."""
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir := Path(args.output_dir)).mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, args.command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
     settings = settings_for(args.command, workers, out_dir, sweep_gpus(args), args.batches, args.repeats)

@@ -16,19 +16,14 @@ from profiling.records import LINE_COLUMNS, LineProfile
 Sources = dict[str, list[str] | None]  # file key -> its lines (index 0 is line 1), or None when the file was not found
 
 
-def resolve_source(filename: str, roots: Iterable[Path]) -> Path | None:
-    """Where `filename` (as kernprof recorded it) is on this machine, or None."""
-    candidates = [Path(filename)] if Path(filename).is_absolute() else [Path(root) / filename for root in roots]
-    return next((path for path in candidates if path.is_file()), None)
-
-
 def read_sources(profile: LineProfile, roots: Iterable[Path]) -> tuple[Sources, list[str]]:
     """Read each profiled file once; return the lines per file key and notes for missing files."""
     roots = [Path(r) for r in roots]
     sources: Sources = {}
     notes: list[str] = []
     for filename in sorted({key[0] for key in profile.timings}):
-        if (path := resolve_source(filename, roots)) is None:
+        candidates = [Path(filename)] if Path(filename).is_absolute() else [root / filename for root in roots]
+        if (path := next((c for c in candidates if c.is_file()), None)) is None:  # the file kernprof named, here
             sources[filename] = None
             if not filename.startswith("<"):  # `<string>`, `<frozen os>`: code that has no file, and no note
                 where = ", ".join(str(r) for r in roots) or "the current directory"

@@ -187,9 +187,8 @@ class Trials:
 
     def keeps_up(self, base: dict[str, float]) -> bool:
         """The loader keeps up: the loop waited under LOADER_BOUND of its steps, or only a worker's hand-over."""
-        wait = base["wait_seconds"] / base["steps"]
-        return (base["wait_seconds"] < LOADER_BOUND * base["seconds"] or bool(self.own and 1e3 * wait <= HANDOFF_MS)
-                ) and not self.squeezed
+        handoff = bool(self.own) and 1e3 * base["wait_seconds"] / base["steps"] <= HANDOFF_MS  # a hand-over at most
+        return (base["wait_seconds"] < LOADER_BOUND * base["seconds"] or handoff) and not self.squeezed
 
     def add_segment(self, workers: int, steps: int, seconds: float, cut: bool) -> None:
         """Record one turn's timed batches. A turn cut by an epoch's end goes on in the next: both parts are one
