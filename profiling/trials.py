@@ -102,10 +102,10 @@ class Trials:
             return
         if step_s is not None and wait_s is not None:
             self.add(self.traced if self.tracing else self.untraced, step_s, wait_s)
-        if self.tracing:
-            self.traced_batches += 1  # an epoch at most, on one iterator too (timm's MultiEpochsDataLoader: o_2)
-            if self.traced_batches >= min(self.trace_batches, (entry.get("epoch_batches") or math.inf) + 1):
-                self.stop_tracing()
+        if self.tracing and self.traced_batches >= min(self.trace_batches, entry.get("epoch_batches") or math.inf):
+            self.stop_tracing()  # the next batch after the last traced step: an epoch at most, on one iterator too
+        elif self.tracing:  # (timm's MultiEpochsDataLoader: o_2); each traced batch's step is traced whole
+            self.traced_batches += 1
 
     @staticmethod
     def add(into: dict[str, float], step_s: float, wait_s: float) -> None:

@@ -666,16 +666,16 @@ def test_a_dataset_told_its_epoch_is_not_given_persistent_workers(tmp_path, repo
 
 def test_one_iterator_over_every_epoch_is_traced_for_one_epoch_then_timed_untraced(tmp_path, repo):
     """timm's MultiEpochsDataLoader makes one iterator for the whole run, so no second epoch's iterator stopped the
-    tracing: all 6 epochs were traced and the report said "too short" (unseen o_2). Tracing now stops one batch past an
-    epoch; the rest is timed untraced, and a loop that waited little is compute-bound on that timing."""
+    tracing: all 6 epochs were traced and the report said "too short" (unseen o_2). Tracing now stops after an epoch's
+    steps; the rest is timed untraced, and a loop that waited little is compute-bound on that timing."""
     script = OWN / "repeating_loader.py"
     done = dlprof(repo, "run", "--formats", "json", "--curve-seconds", "0", "--output-dir", str(tmp_path), "--",
                   str(script), cwd=tmp_path)
     assert done.returncode == 0 and all(f"epoch {e} 16 batches" in done.stdout for e in range(4)), done.stdout
     trials = json.loads((tmp_path / "repeating_loader.loaders.json").read_text())["trials"]
-    assert trials["traced_batches"] == 17 and trials["untraced"]["steps"] >= 40, trials  # 64 batches in all
+    assert trials["traced_batches"] == 16 and trials["untraced"]["steps"] >= 40, trials  # 64 batches in all
     report = build_report(tmp_path / "repeating_loader.lprof")
-    assert report.loop.batches <= 17, report.loop  # the lines' hits stop with the tracing
+    assert report.loop.batches == 16, report.loop  # the lines' hits stop with the tracing
     assert trials["status"] == "compute-bound" and report.advice.numbers.basis == "kept", trials["status"]
 
 

@@ -178,6 +178,21 @@ def test_a_subset_random_sampler_and_shuffle_true_count_as_shuffling_a_fixed_ord
     assert not shuffles(DataLoader(data))
 
 
+def test_tracing_stops_after_the_last_traced_step_so_the_traced_batches_are_the_steps_the_lines_show():
+    """Every report read `499 batches (the first 500 batches traced)`: tracing stopped as the 500th batch arrived, so
+    its step ran untraced. It stops as the next batch arrives: the batches said traced are the steps traced."""
+    trials, entry = Trials(trace_batches=5), {"epoch_batches": 10, "batches": 0, "epochs": 1}
+    for _ in range(5):
+        trials.batch(entry, 0.02, 0.01)
+    assert trials.tracing and trials.traced_batches == 5  # the 5th batch's step is still traced
+    trials.batch(entry, 0.02, 0.01)
+    assert not trials.tracing and trials.traced_batches == 5 and trials.untraced["steps"] == 0
+    one_epoch = Trials(trace_batches=500)  # one iterator over every epoch: an epoch's steps, then no more
+    for _ in range(11):
+        one_epoch.batch(entry, 0.02, 0.01)
+    assert not one_epoch.tracing and one_epoch.traced_batches == 10
+
+
 def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_came_first():
     """Lightning iterates two validation batches before it trains: a loader that shuffles takes over from a
     first one that does not and has not delivered a whole epoch, or has delivered one only (a statistics pass:
