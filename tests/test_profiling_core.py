@@ -137,6 +137,13 @@ def test_a_with_block_as_the_loop_body_counts_each_batch_once():
     assert (loop.batches, loop.wait_seconds, loop.compute_seconds) == (40, 4.0, 2.2), loop
 
 
+def phase_seconds(rows: list[tuple[str, int, str, str, float]], loop: LoopSummary) -> pd.Series:
+    """Seconds a phase of the loop, from (function, line, source, phase, seconds) rows of one file `t.py`."""
+    table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec,
+                           "hits": 10} for f, n, s, p, sec in rows])
+    return phase_summary(table, loop).set_index("phase")["seconds"]
+
+
 def test_a_forward_two_calls_down_from_the_loop_is_in_the_forward_phase():
     """`self.training_step(model, batch)` -> `self.compute_loss(model, batch)` -> `model(**inputs)`, as Hugging Face's
     Trainer does it: the table had no forward row, its time filed as `loss` one call down (unseen o_4)."""
@@ -147,10 +154,7 @@ def test_a_forward_two_calls_down_from_the_loop_is_in_the_forward_phase():
             ("T.training_step", 21, "self.log('loss', 1)", "logging_sync", 0.1),
             ("T.compute_loss", 30, "out = model(**batch)", "forward", 0.6),
             ("T.compute_loss", 31, "return F.cross_entropy(out, batch['y'])", "loss", 0.2)]
-    table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec,
-                           "hits": 10} for f, n, s, p, sec in rows])
-    loop = LoopSummary("t.py", "T.train", 10, 10, 0.5, 3.0, lines=(10, 12))
-    seconds = phase_summary(table, loop).set_index("phase")["seconds"]
+    seconds = phase_seconds(rows, LoopSummary("t.py", "T.train", 10, 10, 0.5, 3.0, lines=(10, 12)))
     # the call's 1.0 s shared as training_step's lines are (0.9 s its call down, 0.1 s logging), the 0.9 likewise
     assert seconds["forward"] == pytest.approx(0.9 * 0.6 / 0.8) and seconds["loss"] == pytest.approx(0.9 * 0.2 / 0.8)
     assert seconds["logging_sync"] == pytest.approx(0.1), seconds
@@ -165,10 +169,7 @@ def test_the_closure_an_optimizer_step_runs_is_shared_out_as_its_lines_are():
             ("T.fit", 16, "optimizer.step(closure)", "optimizer", 2.4),
             ("T.fit.<locals>.closure", 12, "out = module.training_step(batch)", "forward", 1.2),
             ("T.fit.<locals>.closure", 13, "out.backward()", "backward", 0.9)]
-    table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec,
-                           "hits": 10} for f, n, s, p, sec in rows])
-    seconds = phase_summary(table, LoopSummary("t.py", "T.fit", 10, 10, 0.5, 2.41, lines=(10, 16)))
-    seconds = seconds.set_index("phase")["seconds"]
+    seconds = phase_seconds(rows, LoopSummary("t.py", "T.fit", 10, 10, 0.5, 2.41, lines=(10, 16)))
     assert seconds["forward"] == pytest.approx(1.2) and seconds["backward"] == pytest.approx(0.9), seconds
     assert seconds["optimizer"] == pytest.approx(0.3) and seconds.sum() == pytest.approx(2.91), seconds
 
@@ -182,10 +183,7 @@ def test_a_scaler_object_called_for_the_backward_and_step_is_shared_out_as_its_c
             ("train", 12, "loss_scaler(loss, optimizer, parameters=model.parameters())", "loss", 2.0),
             ("NativeScaler.__call__", 20, "loss.backward()", "backward", 1.8),
             ("NativeScaler.__call__", 21, "optimizer.step()", "optimizer", 0.2)]
-    table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec,
-                           "hits": 10} for f, n, s, p, sec in rows])
-    seconds = phase_summary(table, LoopSummary("t.py", "train", 10, 10, 0.5, 3.0, lines=(10, 12)))
-    seconds = seconds.set_index("phase")["seconds"]
+    seconds = phase_seconds(rows, LoopSummary("t.py", "train", 10, 10, 0.5, 3.0, lines=(10, 12)))
     assert seconds["backward"] == pytest.approx(1.8) and seconds["optimizer"] == pytest.approx(0.2), seconds
     assert seconds["loss"] == pytest.approx(0.0) and seconds.sum() == pytest.approx(3.5), seconds
 
