@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -55,6 +55,11 @@ def parse_script(path: Path) -> ast.Module | None:
         return ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
+
+
+def script_nodes(path: Path) -> Iterator[ast.AST]:
+    """Every node of the source's tree (`parse_script`); none where it cannot be read or parsed."""
+    return ast.walk(parse_script(path) or ast.Module([], []))
 
 
 def declared_default(script: Path, flag: str) -> object | None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from profiling.argv import parse_script, shown
+from profiling.argv import parse_script, script_nodes, shown
 from profiling.phases import LoaderLoop, callee, classify_function
 
 SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, and multiprocessing's Process(target=)
@@ -131,8 +131,7 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
     the one whose dest the DataLoader is `given` (unseen j_5); in a script with subcommands run as `fit ...`,
     `fit ... --num-workers` (they go after it); else a workers option the run was given, or getopt's long one; else
     `export NUM_WORKERS=` where the script reads one such variable from the environment (unseen h_2); else None."""
-    tree = parse_script(script)
-    nodes = list(ast.walk(tree)) if tree else []
+    nodes = list(script_nodes(script))
     calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
     sub = args and args[0][:1] != "-" and any(c.func.attr == "add_subparsers" for c in calls)
     flags = []
@@ -165,7 +164,7 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
     file, _, line = where.rpartition(":")
     if not line.isdigit():  # capture's "?" where it could not tell
         return None, False, None
-    nodes = list(ast.walk(parse_script(Path(root, file)) or ast.Module([], [])))
+    nodes = list(script_nodes(Path(root, file)))
     named = {t.id for n in nodes if isinstance(n, ast.Assign) and CPU_COUNT.search(ast.unparse(n.value))
              for t in n.targets if isinstance(t, ast.Name)}
     calls = [n for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)]
@@ -182,8 +181,8 @@ def turned_off(where: str, key: str, root: str = ".") -> bool:
     """The call at `where` (file:line) sets `key` to False in so many words: a reason of its own, which an edit keeps
     (`persistent_workers=False`: a dataset told its epoch, persistent workers keep epoch 0: unseen l_2)."""
     file, _, line = where.rpartition(":")
-    return line.isdigit() and any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False for n in
-                                  ast.walk(parse_script(Path(root, file)) or ast.Module([], []))
+    return line.isdigit() and any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False
+                                  for n in script_nodes(Path(root, file))
                                   if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords)
 
 
@@ -192,7 +191,7 @@ def epoch_told(where: str, root: str = ".") -> str | None:
     `loader.dataset.epoch = epoch`; a sampler's is not the dataset's): persistent workers, forked once, keep their first
     copy, so that epoch would never reach them (unseen p_1, p_5: the losses moved)."""
     file, _, line = where.rpartition(":")
-    for node in ast.walk(parse_script(Path(root, file)) or ast.Module([], [])) if line.isdigit() else ():
+    for node in script_nodes(Path(root, file)) if line.isdigit() else ():
         told = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and node.func.attr == "set_epoch" else next((t.value for t in getattr(node, "targets", ())
                                                           if isinstance(t, ast.Attribute) and "epoch" in t.attr), None)
@@ -209,7 +208,7 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
     an edit with {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying
     otherwise."""
     name, text = re.fullmatch(r".*?[.\['\"](\w*workers\w*)['\"\]]*", given or ""), script.read_text(errors="replace")
-    passed = [(ast.unparse(n.func), k.value.lineno) for n in ast.walk(parse_script(script) or ast.Module([], []))
+    passed = [(ast.unparse(n.func), k.value.lineno) for n in script_nodes(script)
               if isinstance(n, ast.Call) and not ast.unparse(n.func).endswith("DataLoader")
               for k in n.keywords if k.arg == name[1] and type(getattr(k.value, "value", None)) is int] if name else []
     if passed:  # more than one call (a train and an eval config): no one place to edit
@@ -232,7 +231,7 @@ def workers_from_slurm(files: Sequence[str], root: str = ".") -> str | None:
     "SLURM_CPUS_PER_TASK", 4)) - 1`): the job's #SBATCH line sets it, and an edit of the count on a DataLoader's line
     would part the two (unseen q_2: the count edited in its library while the script read Slurm's)."""
     for file in dict.fromkeys(f for f in files if f):
-        for node in ast.walk(parse_script(Path(root, file)) or ast.Module([], [])):
+        for node in script_nodes(Path(root, file)):
             targets = [ast.unparse(t).lower() for t in getattr(node, "targets", [getattr(node, "target", None)]) if t]
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and any("workers" in t for t in targets) \
                     and "SLURM_CPUS_PER_TASK" in ast.unparse(node.value or ast.Constant(None)):
