@@ -66,8 +66,7 @@ def untraced_own(trials: dict | None) -> tuple[float, float] | None:
 
 def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
                   trials: dict | None = None) -> AdviceNumbers:
-    """Every number the rules and the messages use, computed once: from the run's own loop timed untraced
-    where the hook tried worker counts (or found it compute-bound), else from the curve or the estimate."""
+    """Every number the rules use, computed once: from the loop timed untraced, else the curve, else the estimate."""
     workers = facts.num_workers if facts.num_workers is not None else ASSUMED_WORKERS
     # The CPUs the next run may have: this job's, or the node's share per GPU if that is larger.
     ceiling = max(facts.cpus, facts.cores_per_gpu) if facts.gpus >= 1 and facts.cores_per_gpu else facts.cpus

@@ -63,9 +63,8 @@ def script_nodes(path: Path) -> Iterator[ast.AST]:
 
 
 def declared_default(script: Path, flag: str) -> object | None:
-    """The literal `default=` of `add_argument(flag, ...)` in the script's source (`parse_script`), if any."""
-    tree = parse_script(script)
-    for call in ast.walk(tree) if tree else ():
+    """The literal `default=` of `add_argument(flag, ...)` in the script's source (`script_nodes`), if any."""
+    for call in script_nodes(script):
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"
                 and any(isinstance(a, ast.Constant) and a.value == flag for a in call.args)):
             default = next((kw.value for kw in call.keywords if kw.arg == "default"), None)

@@ -256,10 +256,10 @@ def read_loaders(path: Path) -> list[dict[str, Any]]:
     return [entry for entry in read_record(path).get("loaders") or [] if isinstance(entry, dict)]
 
 
-def read_trials(path: Path) -> dict[str, Any] | None:
-    """What `run` traced, timed untraced and tried in the script's own loop (profiling.trials), if anything."""
+def read_trials(path: Path) -> dict[str, Any]:
+    """What `run` traced, timed untraced and tried in the script's own loop (profiling.trials); {} if nothing."""
     trials = read_record(path).get("trials")
-    return trials if isinstance(trials, dict) else None
+    return trials if isinstance(trials, dict) else {}
 
 
 def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = None, line: int | None = None,

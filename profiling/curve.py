@@ -38,13 +38,12 @@ class CurveChoice:
 
 
 def rate_at(points: list[CurvePoint], workers: int) -> float:
-    """Batches/s at `workers`, linear between the measured points with k >= 1 (the plain guess, exact at them)."""
-    pts = sorted((p for p in points if p.workers >= 1), key=lambda p: p.workers)
-    for lo, hi in zip(pts, pts[1:]):
+    """Batches/s at `workers`, linear between the measured `points` (k >= 1, by k): the plain guess, exact at them."""
+    for lo, hi in zip(points, points[1:]):
         if lo.workers <= workers <= hi.workers:
             share = (workers - lo.workers) / (hi.workers - lo.workers)
             return lo.batches_per_s + share * (hi.batches_per_s - lo.batches_per_s)
-    return next(p.batches_per_s for p in pts if p.workers == workers)
+    return next(p.batches_per_s for p in points if p.workers == workers)
 
 
 def choose_workers(curve: LoaderCurve, worker_cap: int) -> CurveChoice | None:

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,14 +45,14 @@ def cpus_from_env(env: Mapping[str, str], affinity: int | None) -> tuple[int | N
     return (affinity, "the CPU affinity mask") if affinity else (None, "")
 
 
-def gpus_from_env(env: Mapping[str, str]) -> tuple[int | None, str]:
-    """GPUs the job sees: SLURM_GPUS_ON_NODE, else the entries of CUDA_VISIBLE_DEVICES."""
+def gpus_from_env(env: Mapping[str, str], driver: int | None = None) -> tuple[int | None, str]:
+    """GPUs the job sees: SLURM_GPUS_ON_NODE, else the entries of CUDA_VISIBLE_DEVICES, else the `driver`'s count."""
     if (on_node := _int(env.get("SLURM_GPUS_ON_NODE"))) is not None:
         return on_node, "SLURM_GPUS_ON_NODE"
     if (visible := env.get("CUDA_VISIBLE_DEVICES")) is not None:
         ids = [v for v in visible.split(",") if v.strip() and v.strip() not in {"-1", "NoDevFiles"}]
         return len(ids), "CUDA_VISIBLE_DEVICES"
-    return None, ""
+    return driver, "the NVIDIA driver" if driver is not None else ""
 
 
 def parse_node(text: str) -> tuple[int | None, int | None]:
@@ -72,17 +73,12 @@ def read_environment(meta: Mapping[str, Any] | None = None) -> Environment:
     """Gather the process's environment, affinity mask, Slurm node description and NVML count."""
     env = dict(os.environ)
     node = env.get("SLURMD_NODENAME") or ((meta or {}).get("slurm") or {}).get("SLURM_JOB_NODELIST", "")
-    plain = node and re.fullmatch(r"[\w.-]+", node)  # this job's node, else the one `run` recorded; not a list
-    return Environment(env=env, affinity=job_cpus(), node_text=_scontrol_node(node) if plain else None,
-                       nvml_gpus=_nvml_gpus())
-
-
-def _scontrol_node(name: str) -> str | None:
-    try:
-        out = subprocess.run(["scontrol", "show", "node", name], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout if out.returncode == 0 else None
+    node_text = None
+    if node and re.fullmatch(r"[\w.-]+", node):  # this job's node, else the one `run` recorded; not a list
+        with suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(["scontrol", "show", "node", node], capture_output=True, text=True, timeout=10)
+            node_text = out.stdout if out.returncode == 0 else None
+    return Environment(env=env, affinity=job_cpus(), node_text=node_text, nvml_gpus=_nvml_gpus())
 
 
 def _nvml_gpus() -> int | None:
@@ -115,8 +111,8 @@ def job_facts(cpus: int | None = None, gpus: int | None = None, num_workers: int
 
     cpus = pick("CPUs", (cpus, "--cpus"), (meta.get("cpus"), "the run's metadata"),
                 cpus_from_env(environment.env, environment.affinity))  # (value, source), as the others
-    gpus = pick("GPUs", (gpus, "--gpus"), (meta.get("gpus"), "the run's metadata"), gpus_from_env(environment.env),
-                (environment.nvml_gpus, "the NVIDIA driver"))
+    gpus = pick("GPUs", (gpus, "--gpus"), (meta.get("gpus"), "the run's metadata"),
+                gpus_from_env(environment.env, environment.nvml_gpus))
     num_workers = pick("num_workers", (num_workers, "--num-workers"),
                        (loader.get("num_workers"), f"the script's DataLoader ({built_at})"),
                        (meta.get("num_workers"), "the run's metadata"))

@@ -44,10 +44,9 @@ def _list(items: Iterable[object]) -> str:
 
 def _advice_section(report: Report) -> str:
     advice = report.advice
+    workers, cpus = ("no change" if n is None else n for n in (advice.num_workers, advice.cpus_per_task))
     parts = ["<section class='advice'><h2>Advice</h2>",
-             f"<p><b>num_workers:</b> {_esc(advice.num_workers if advice.num_workers is not None else 'no change')}"
-             " &nbsp; <b>--cpus-per-task:</b> "
-             f"{_esc(advice.cpus_per_task if advice.cpus_per_task is not None else 'no change')}</p>"]
+             f"<p><b>num_workers:</b> {_esc(workers)} &nbsp; <b>--cpus-per-task:</b> {_esc(cpus)}</p>"]
     parts += [f"<h3>{title}</h3>" + _list(items) for title, items in (("Why", advice.reasons),
               ("Warnings", advice.warnings), ("Also", advice.notes)) if items]
     parts += ["<h3>Exact edits</h3><pre>" + _esc("\n".join(advice.edits)) + "</pre>"] if advice.edits else []

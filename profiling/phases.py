@@ -150,23 +150,18 @@ def _phase(node: ast.AST, iterators: set[str]) -> str:
     return "data_wait" if phase == "other" and _pulls(node, iterators) else phase
 
 
-def _pulled(body: list[ast.stmt], iterators: set[str]) -> list[ast.stmt]:
-    """The simple statements of a loop's body that wait for a batch, also inside `try:` (a step-based loop that
-    starts a new iterator on StopIteration) and `with` blocks."""
-    found: list[ast.stmt] = []
+def _next_lines(body: list[ast.stmt], iterators: set[str]) -> tuple[int, ...]:
+    """Lines of the `x = next(it)` statements of a loop's body, the wait of a hand-driven loop: also inside `try:` (a
+    step-based loop that starts a new iterator on StopIteration) and `with` blocks."""
+    lines: list[int] = []
     for stmt in body:
         if isinstance(stmt, ast.Try):
-            found += _pulled(stmt.body + [s for h in stmt.handlers for s in h.body] + stmt.orelse, iterators)
+            lines += _next_lines(stmt.body + [s for h in stmt.handlers for s in h.body] + stmt.orelse, iterators)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            found += _pulled(stmt.body, iterators)
+            lines += _next_lines(stmt.body, iterators)
         elif not hasattr(stmt, "body") and _phase(stmt, iterators) == "data_wait":
-            found.append(stmt)
-    return found
-
-
-def _next_lines(loop: ast.For | ast.AsyncFor | ast.While, iterators: set[str]) -> tuple[int, ...]:
-    """Lines of the `x = next(it)` statements of a loop's body: the wait of a hand-driven loop."""
-    return tuple(line for stmt in _pulled(loop.body, iterators) for line in _lines(stmt))
+            lines += _lines(stmt)
+    return tuple(lines)
 
 
 def _find_function(tree: ast.AST, first_line: int, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -204,9 +199,9 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
             header = tuple(range(node.lineno, max(node.body[0].lineno, node.lineno + 1)))
             is_loader = node.lineno in hooked or _is_loader_loop(node, nested)
             phase_of.update(dict.fromkeys(header, "data_wait" if is_loader else statement_phase(node.iter)))
-            waits = header if is_loader else _next_lines(node, iterators)
+            waits = header if is_loader else _next_lines(node.body, iterators)
         else:
-            waits = _next_lines(node, iterators) if isinstance(node, ast.While) else ()
+            waits = _next_lines(node.body, iterators) if isinstance(node, ast.While) else ()
             if isinstance(node, (ast.If, ast.While)):
                 phase_of.setdefault(node.lineno, statement_phase(node.test))
             elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -228,8 +223,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
 
 def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
                    hooked: str = "") -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
-    """Fill the table's `phase` column; return it with the loader loops found and any notes. `hooked`: file:line
-    where the hook saw the training loader iterated."""
+    """The table with its `phase` column filled, the loader loops and notes; `hooked`: the hooked loop's file:line."""
     phase_of: dict[tuple[str, str, int], str] = {}
     loops: list[LoaderLoop] = []
     notes: list[str] = []
@@ -284,8 +278,7 @@ def training_loop(table: pd.DataFrame, loops: list[LoaderLoop]) -> LoopSummary |
 
 def hooked_loop(loaders: list[dict], trials: dict | None) -> LoopSummary | None:
     """The training loop as the DataLoader hook timed it, for a loop no profiled line shows (a framework's trainer, a
-    loop at module level): where its loader was iterated, the traced part's wait and compute. Too short to try worker
-    counts, the advice falls back to the curve and says so. `function` is "": its lines were not profiled."""
+    loop at module level: `function` ""): where its loader was iterated, the traced part's wait and compute."""
     traced = (trials or {}).get("traced") or {}
     if not loaders or traced.get("steps", 0) < 1:
         return None

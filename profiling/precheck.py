@@ -19,8 +19,8 @@ SPAWNERS = ("spawn", "start_processes", "Process")  # torch.multiprocessing's, a
 CPU_COUNT = re.compile(r"cpu_count\(|sched_getaffinity\(")  # the node's cores; the job's CPUs, its main process's too
 
 
-def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-    for node in ast.walk(tree):
+def _functions(tree: ast.AST | None, decorated_only: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    for node in ast.walk(tree) if tree else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (not decorated_only or any(
                 isinstance(d, ast.Name) and d.id == "profile" or isinstance(d, ast.Attribute) and d.attr == "profile"
                 for d in node.decorator_list)):
@@ -29,14 +29,13 @@ def _functions(tree: ast.AST, decorated_only: bool) -> Iterator[ast.FunctionDef 
 
 def has_profile_decorator(script: Path) -> bool:
     """True when the script marks a function with `@profile` itself (then only that is profiled)."""
-    tree = parse_script(script)
-    return tree is not None and any(_functions(tree, decorated_only=True))
+    return any(_functions(parse_script(script), decorated_only=True))
 
 
 def loops_in(path: Path, decorated_only: bool = False) -> list[LoaderLoop]:
     """The training loops in the file's (decorated) functions, found by the report's own rules."""
     tree = parse_script(path)
-    return [loop for func in (_functions(tree, decorated_only) if tree else ())
+    return [loop for func in _functions(tree, decorated_only)
             for loop in classify_function(tree, str(path), func.lineno, func.name)[1]]  # the def's line finds it too
 
 
@@ -64,9 +63,8 @@ def module_files(name: str, roots: Sequence[Path]) -> list[Path] | None:
 
 def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
     """Modules the script imports that live beside it (the user's own code, not installed packages)."""
-    tree = parse_script(script)
     names = []
-    for node in ast.walk(tree) if tree else ():
+    for node in script_nodes(script):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -78,7 +76,7 @@ def loop_in_child(path: Path, modules: Sequence[str] = ()) -> str | None:
     """Why a loop cannot be profiled: the function holding it (or calling one that does, here or in the `modules`) is
     handed to torch.multiprocessing.spawn or a multiprocessing.Process; line_profiler records only the first process."""
     tree, roots = parse_script(path), [path.parent, Path.cwd()]
-    functions = {f.name: f for f in _functions(tree, False)} if tree else {}
+    functions = {f.name: f for f in _functions(tree, False)}
     files = [path, *(f for name in modules for f in module_files(name, roots) or [])]
     looping = {loop.function for file in files for loop in loops_in(file)}  # the functions that hold a loop
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n)[0] in SPAWNERS) if tree else ():

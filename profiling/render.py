@@ -167,8 +167,7 @@ def report_dict(report: Report) -> dict[str, Any]:
 
 
 def render(report: Report, fmt: str, plot_paths: list[Path] | None = None) -> str:
-    """The report in one format: text, md, json, csv or html (`profiling.html`; without plot files, the plots are
-    drawn in a temporary folder first)."""
+    """The report in one format: text, md, json, csv or html (without `plot_paths`, drawn in a temporary folder)."""
     if fmt == "html":
         from profiling import html, plots
 

@@ -116,16 +116,16 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     sources, source_notes = read_sources(profile, dict.fromkeys(roots))
     record = sibling(lprof_path, ".loaders.json")
     loaders, trials = read_loaders(record), read_trials(record)
-    for entry in [*loaders, (trials or {}).get("loader") or {}]:  # a module the script imports: named as the script
+    for entry in [*loaders, trials.get("loader") or {}]:  # a module the script imports: named as the script
         entry.update({k: shown(str(entry[k]), meta.get("cwd") or ".") for k in ("built_at", "iterated_at")
                       if entry.get(k)})
-    hooked = str(((trials or {}).get("loader") or {}).get("iterated_at", ""))
+    hooked = str((trials.get("loader") or {}).get("iterated_at", ""))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources, hooked)
     loop = training_loop(table, loops) or hooked_loop(loaders, trials)
     table = set_up_as_other(table, loop)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
-                             (trials or {}).get("loader"))
-    notes += loader_notes(loaders, loader, (trials or {}).get("status"))
+                             trials.get("loader"))
+    notes += loader_notes(loaders, loader, trials.get("status"))
     notes += [f"the script exited with code {meta['exit_code']}: this report covers what ran before it stopped"
               ] if meta.get("exit_code") not in (None, 0) else []
     facts = job_facts(cpus=cpus, gpus=gpus, num_workers=num_workers, cores_per_gpu=cores_per_gpu, meta=meta,

@@ -35,8 +35,7 @@ def _proc_stat(pid: int) -> tuple[int, float, int] | None:
 
 def process_tree_usage(root: int) -> tuple[float, float]:
     """(CPU seconds, RSS MiB) summed over `root` and all its live descendants."""
-    found = {int(entry): _proc_stat(int(entry)) for entry in os.listdir("/proc") if entry.isdigit()}
-    stats = {pid: st for pid, st in found.items() if st is not None}
+    stats = {int(entry): st for entry in os.listdir("/proc") if entry.isdigit() and (st := _proc_stat(int(entry)))}
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
@@ -111,14 +110,12 @@ class Sampler:
             last_t, last_cpu = now, cpu_s
             self.rows.append((now - t0, "cpu", 100.0 * busy / cpus, rss, busy))
             for index, handle in self._gpus:
-                self.rows.append((now - t0, f"gpu{index}", *self._gpu_sample(handle), float("nan")))
-
-    def _gpu_sample(self, handle: object) -> tuple[float, float]:
-        try:
-            return (float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
-                    float(self._nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20))
-        except Exception:  # a GPU fell off the bus or the driver went away mid-run
-            return float("nan"), float("nan")
+                try:
+                    util = float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+                    mem = float(self._nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20)
+                except Exception:  # a GPU fell off the bus or the driver went away mid-run
+                    util = mem = float("nan")
+                self.rows.append((now - t0, f"gpu{index}", util, mem, float("nan")))
 
     def write(self, path: Path) -> Path:
         """The samples as CSV, one row per time and device (pandas only now: `run` imports this before the script)."""

@@ -137,15 +137,6 @@ def run_local(settings: list[Setting], runs_csv: Path | None = None) -> list[dic
     return rows
 
 
-def sweep_gpus(args: argparse.Namespace) -> int:
-    """GPUs each setting trains with: --gpus, else what this machine shows (Slurm, CUDA_VISIBLE_DEVICES, driver)."""
-    if args.gpus is not None:
-        return int(args.gpus)
-    machine = read_environment()
-    found = gpus_from_env(machine.env)[0]
-    return min(found if found is not None else (machine.nvml_gpus or 0), 1)
-
-
 def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int | None:
     """The fewest workers whose throughput is within `tolerance` of the best."""
     ok = results.dropna(subset=["images_per_sec"])
@@ -157,9 +148,8 @@ def pick_knee(results: pd.DataFrame, tolerance: float = KNEE_TOLERANCE) -> int |
 def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
     """One row per setting: the median of its successful repeats, else its first failure. Not the fastest: warm
     repeats moved both ways by up to 12 %, and the fastest of n runs favours whichever setting is noisiest."""
-    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     kept = []
-    for _, runs in frame.groupby("workers", sort=True):
+    for _, runs in pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).groupby("workers", sort=True):
         ok = runs[(runs["status"] == "ok") & runs["images_per_sec"].notna()]
         row = (runs if ok.empty else ok).iloc[0].to_dict()
         row |= {column: ok[column].median() for column in ("images_per_sec", "epoch_seconds", "compute_ms", "wait_ms")
@@ -181,25 +171,21 @@ def repeat_spread(rows: list[dict]) -> str:
 
 
 def advised_workers(args: argparse.Namespace, command: list[str], out_dir: Path) -> tuple[int | None, str]:
-    """The model's num_workers: from --lprof, else by profiling the current setting once."""
+    """The model's num_workers: from --lprof, else from `dlkit-prof run` on the command as given (its setting)."""
     from profiling.report import build_report
 
-    lprof = args.lprof or profile_current(args, command, out_dir / "profile")
+    if (lprof := args.lprof) is None:
+        (folder := (out_dir / "profile").resolve()).mkdir(parents=True, exist_ok=True)
+        profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
+        if not takes_metrics_json(Path(command[0])):  # a user's script: a bounded run, like each setting
+            profiled = ["env", f"{capture.BATCHES_VAR}={args.batches}", *profiled]
+        print("sweep: profiling the current setting (the script's own workers) for the model's advice ...", flush=True)
+        with (folder / "log.txt").open("w", encoding="utf-8") as log:
+            subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
+        lprof = max(folder.glob("*.lprof"), key=lambda p: p.stat().st_mtime, default=None)  # the newest
     if lprof is None:
         return None, "no advice: profiling the current setting failed (see the profile folder)"
     return build_report(Path(lprof)).advice.num_workers, f"advice of {lprof}"
-
-
-def profile_current(args: argparse.Namespace, command: list[str], folder: Path) -> Path | None:
-    """Run `dlkit-prof run` on the command as given (the current setting)."""
-    (folder := folder.resolve()).mkdir(parents=True, exist_ok=True)
-    profiled = [sys.executable, "-m", "profiling", "run", "--output-dir", str(folder), "--", *command]
-    if not takes_metrics_json(Path(command[0])):  # a user's script: a bounded run, like each setting
-        profiled = ["env", f"{capture.BATCHES_VAR}={args.batches}", *profiled]
-    print("sweep: profiling the current setting (the script's own workers) for the model's advice ...", flush=True)
-    with (folder / "log.txt").open("w", encoding="utf-8") as log:
-        subprocess.run(profiled, stdout=log, stderr=subprocess.STDOUT)
-    return max(folder.glob("*.lprof"), key=lambda p: p.stat().st_mtime, default=None)  # the newest
 
 
 def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_source: str) -> str:
@@ -285,7 +271,10 @@ def sweep_command(args: argparse.Namespace) -> int:
     (out_dir := Path(args.output_dir)).mkdir(parents=True, exist_ok=True)
     advice, advice_source = advised_workers(args, args.command, out_dir)
     workers = sorted(set(args.workers) | ({advice} if advice is not None else set()))
-    settings = settings_for(args.command, workers, out_dir, sweep_gpus(args), args.batches, args.repeats)
+    if (gpus := args.gpus) is None:  # GPUs each setting trains with: what this machine shows (Slurm, CUDA, driver)
+        machine = read_environment()
+        gpus = min(gpus_from_env(machine.env, machine.nvml_gpus)[0] or 0, 1)
+    settings = settings_for(args.command, workers, out_dir, gpus, args.batches, args.repeats)
     results, text = summarise(out_dir, run_local(settings, out_dir / "runs.csv"), advice, advice_source)
     print(text + f"\nwrote {out_dir / 'sweep.csv'}, {out_dir / 'sweep.txt'}, {out_dir / 'sweep.json'} and "
           f"{out_dir / 'sweep.png'}")

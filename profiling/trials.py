@@ -289,7 +289,7 @@ class Trials:
                 "while timing its own worker count, before others" if self.timed else "in its loader's first epoch "
                 "(counts are tried from its second)" if self.untraced["steps"] else "within the traced part")
         turn_s, self.recorded = self.turn_s(), True  # (the loader curve at exit records first, then iterates)
-        return {"status": self.status, "loader": {k: (self.entry or {}).get(k) for k in ("built_at", "iterated_at")},
+        return {"status": self.status, "loader": {k: entry.get(k) for k in ("built_at", "iterated_at")},
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches, "other_batches": self.others,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
                 "starts": len(self.starts), "start_seconds": sum(self.starts),  # and a turn's length, if they set it:
