@@ -197,7 +197,8 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
         nested = id(node) in inside_loader
         if isinstance(node, (ast.For, ast.AsyncFor)):
             header = tuple(range(node.lineno, max(node.body[0].lineno, node.lineno + 1)))
-            is_loader = node.lineno in hooked or _is_loader_loop(node, nested)
+            is_loader = (node.lineno in hooked or _is_loader_loop(node, nested)) and (_is_steps(node) or not any(
+                isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)))  # a wrapper's `yield batch`: r_1
             phase_of.update(dict.fromkeys(header, "data_wait" if is_loader else statement_phase(node.iter)))
             waits = header if is_loader else _next_lines(node.body, iterators)
         else:

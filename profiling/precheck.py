@@ -137,7 +137,7 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
         options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         flag = max(options, key=lambda o: (o.startswith("--"), len(o)), default="")
         dest = next((k.value.value for k in node.keywords if k.arg == "dest"), flag.lstrip("-").replace("-", "_"))
-        mine = f"{given}".endswith(f".{dest}")  # `--nw` for `num_workers=args.nw` (unseen m_4)
+        mine = bool(re.search(rf"\.{dest}\)*$", f"{given}"))  # `--nw` for `args.nw` (m_4), `int(opt.n)` (r_1)
         if flag.startswith("-") and (mine or any("worker" in o.lower() or o == "-j" for o in options)):
             flags.append((mine, (f"{args[0]} ... " if sub else "") + flag))
     if flags:
@@ -149,6 +149,9 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
         longs = [o.value for o in ast.walk(call) if re.fullmatch(r"\w*workers\w*=", f"{getattr(o, 'value', '')}")]
         if longs:  # getopt's long options, `["workers=", ...]`, where the run gave its short `-w` (unseen q_1)
             return f"--{longs[0][:-1]}"
+    named = [n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"--\w*workers\w*", f"{n.value}")]
+    if named:  # a parser of its own: `match sys.argv[1:]: case ["-w" | "--workers", n, *rest]` (unseen r_2)
+        return named[0]
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
     reads = any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") for n in nodes)
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
@@ -167,6 +170,8 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
              for t in n.targets if isinstance(t, ast.Name)}
     calls = [n for n in nodes if isinstance(n, ast.Call) and n.lineno == int(line)]
     given = [k.value for c in calls for k in c.keywords if k.arg == "num_workers" and type(k.value) is not ast.Constant]
+    given += [c.args[5] for c in calls if ast.unparse(c.func).endswith("DataLoader") and len(c.args) > 5
+              and type(c.args[5]) is not ast.Constant]  # its sixth argument: `DataLoader(ds, 64, True, None, None, n)`
     own = [k for c in calls if ast.unparse(c.func).endswith(call) for k in c.keywords]  # not the dataset's, say
     spread = next((ast.unparse(k.value) for k in own if k.arg is None  # a dict a name, an attribute or an item holds
                    and isinstance(k.value, (ast.Name, ast.Attribute, ast.Subscript))), None)
@@ -210,7 +215,7 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
               if isinstance(n, ast.Call) and not ast.unparse(n.func).endswith("DataLoader")
               for k in n.keywords if k.arg == name[1] and type(getattr(k.value, "value", None)) is int] if name else []
     if passed:  # more than one call (a train and an eval config): no one place to edit
-        return f"{os.path.relpath(script, root)}:{passed[0][1]}  {passed[0][0]}(..., {name[1]}={{n}})" \
+        return f"{shown(f'{script}:{passed[0][1]}', root)}  {passed[0][0]}(..., {name[1]}={{n}})" \
             if len(passed) == 1 else None
     given_files = [Path(root, a.partition("=")[2] or a) for a in args]  # `--config x.yaml` and `--config=x.yaml`
     beside = (f for f in script.parent.glob("*") if f.name in text)  # listed only when reached: most runs never
@@ -220,7 +225,7 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
                  for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
                  if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)]
         for file, i, line in found if len(found) == 1 else ():
-            return f"{os.path.relpath(file, root)}:{i}  " + re.sub(r"(?<=[:=])(\s*)\d+", r"\g<1>{n}", line.strip(), 1)
+            return f"{shown(f'{file}:{i}', root)}  " + re.sub(r"(?<=[:=])(\s*)\d+", r"\g<1>{n}", line.strip(), 1)
     return None
 
 

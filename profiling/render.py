@@ -47,7 +47,8 @@ def _loop_lines(report: Report) -> list[str]:
     if n and n.traced_batches and "kept batches" in n.fallback:  # the loop ran on without its loader (o_5)
         traced = f"all traced; {n.traced_batches} came from its DataLoader"
     where = f"in {loop.function}()" if loop.function else "(timed through its DataLoader, not in the profiled lines)"
-    lines = [f"Training loop: {loop.file}:{loop.header_line} {where}, {loop.batches} batches ({traced})",
+    steps = "batches" if loop.function else "steps timed"  # the hook times a step from one batch to the next
+    lines = [f"Training loop: {loop.file}:{loop.header_line} {where}, {loop.batches} {steps} ({traced})",
              f"  data wait per batch  {1e3 * loop.wait_per_batch:9.3f} ms  ({loop.wait_fraction:.1%} of a traced step)",
              f"  compute per batch    {1e3 * loop.compute_per_batch:9.3f} ms  (every other line of the loop body)"]
     if n and n.untraced_step_ms and n.held_cpus:  # held to fewer CPUs than the traced part had: not tracing's cost

@@ -134,6 +134,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                 key=lambda e: e.get("num_workers") or 0, default={})  # more workers: set apart, no edit changes them
     if (other.get("num_workers") or 0) > (facts.num_workers or 0):  # (a feature extraction's, unseen n_5)
         facts = replace(facts, other_loader=other.get("built_at"), other_workers=other["num_workers"])
+    if "built anew" in (trials.get("status") or ""):  # a new loader each epoch: persistent workers change nothing
+        facts = replace(facts, persistent_workers=False)
     curve_file = Path(curve_path) if curve_path is not None else sibling(lprof_path, ".curve.json")
     curve = read_curve(curve_file) if curve_path is not None or curve_file.is_file() else None
     if curve is not None and curve.hold_ms <= 0:

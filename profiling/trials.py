@@ -55,7 +55,7 @@ class Trials:
         self.trace_batches, self.segment_s, self.asked = trace_batches, segment_s, asked
         self.entry: dict[str, Any] | None = None  # the training loader's capture entry
         self.tracing, self.traced_batches, self.away, self.graded = True, 0, False, True  # away: a pass left alone
-        self.others, self.recorded = 0, False  # batches of other loaders (and passes left alone) while the script ran
+        self.others, self.recorded, self.rebuilt = 0, False, False  # other loaders' batches (and passes left alone)
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
         self.gpus, self.pin, self.rounds = 0, False, 0
@@ -117,7 +117,12 @@ class Trials:
         at another line (a peek, an LR finder: unseen l_4) was not the loop: the traced part starts again here. A pass
         at another line without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is
         served, not timed."""
-        if not self.is_training(entry):
+        if not self.is_training(entry):  # the same line's next loader, shuffled alike, gradients on, after an epoch:
+            first, grad = self.entry, sys.modules["torch"].is_grad_enabled()  # built anew each epoch (unseen r_4)
+            if self.tracing and grad and entry.get("built_at") == first.get("built_at") != "?" \
+                    and entry.get("shuffles") == first.get("shuffles") and first["batches"] >= first["epoch_batches"]:
+                self.rebuilt = True
+                self.stop_tracing()
             return make(loader)
         if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 \
                 and entry["batches"] < min(entry["epoch_batches"], self.trace_batches):
@@ -284,6 +289,8 @@ class Trials:
         if self.status == "trying":  # the run ended inside the trials
             complete = set(self.settings) <= set(mean_steps(self.timed))  # each count timed at least once
             self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
+        elif self.status == "traced only" and self.rebuilt:
+            self.status = "worker counts not tried: its DataLoader is built anew every epoch (see the notes)"
         elif self.status == "traced only":
             self.status = "too short to try worker counts: the run ended " + (
                 "while timing its own worker count, before others" if self.timed else "in its loader's first epoch "

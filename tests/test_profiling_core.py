@@ -204,7 +204,9 @@ def test_a_loader_named_dl_is_the_loop_not_the_wrapper_that_iterates_it():
         "            loss_batch(model, loss_func, xb, yb, opt)\n")
     phases, loops = classify_function(source, "t.py", 6, "fit")
     assert [loop.header for loop in loops] == [(8,)] and phases[8] == "data_wait", (loops, phases)
-    assert [loop.header for loop in classify_function(source, "t.py", 2, "Wrapped.__iter__")[1]] == [(3,)]
+    # the wrapper's own loop yields each batch on and steps nothing: no training loop, even where the hook saw its
+    # loader iterated (CycleGAN's dataset class: unseen r_1, its "loop" computing 0.004 ms a batch)
+    assert classify_function(source, "t.py", 2, "Wrapped.__iter__", hooked=[3])[1] == []
 
 
 def test_no_loader_loop_still_gives_the_table_and_a_note(tmp_path):
