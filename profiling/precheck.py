@@ -149,7 +149,8 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
         longs = [o.value for o in ast.walk(call) if re.fullmatch(r"\w*workers\w*=", f"{getattr(o, 'value', '')}")]
         if longs:  # getopt's long options, `["workers=", ...]`, where the run gave its short `-w` (unseen q_1)
             return f"--{longs[0][:-1]}"
-    named = [n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"--\w*workers\w*", f"{n.value}")]
+    named = [n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"--[\w-]*workers[\w-]*",
+                                                                                      f"{n.value}")]
     if named:  # a parser of its own: `match sys.argv[1:]: case ["-w" | "--workers", n, *rest]` (unseen r_2)
         return named[0]
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}

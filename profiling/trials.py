@@ -58,7 +58,7 @@ class Trials:
         self.others, self.recorded, self.rebuilt = 0, False, False  # other loaders' batches (and passes left alone)
         self.status = "traced only"  # -> "compute-bound", "tried", or why nothing was tried
         self.own: int | None = None
-        self.gpus, self.pin, self.rounds = 0, False, 0
+        self.gpus, self.pin, self.rounds, self.squeezed = 0, False, 0, False  # squeezed: below (held_slower)
         self.settings: list[int] = []  # the counts still in the running
         self.queue: list[int] = []  # the next turns'
         self.timed: dict[int, dict[str, float]] = {}
@@ -66,20 +66,18 @@ class Trials:
         self.starts: list[float] = []  # seconds from each turn's new workers to its first batch
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
         self.untraced, self.traced = (dict(NO_TIME) for _ in range(2))
-        self.squeezed = False  # the held baseline computed slower than the traced part: the step needs CPUs
         self.mask: set[int] | None = None  # the job's CPUs, once started
         self.threads: int | None = None  # torch's threads in the script, once started
         self.feed, self.loaders = Feed(), {}  # the DataLoader of the count whose turn it is, fed by one sampler
+        self.epoch: Segmented | None = None  # the epoch being served
 
     def stop_tracing(self) -> None:
         """Switch line tracing off for the rest of the run (kernprof still writes what it traced)."""
-        if not self.tracing:
-            return
-        self.tracing = False
         profiler = getattr(__import__("builtins"), "profile", None)
-        if profiler is not None and hasattr(profiler, "disable") and hasattr(profiler, "enable"):
+        if self.tracing and profiler is not None and hasattr(profiler, "disable") and hasattr(profiler, "enable"):
             profiler.disable()
             profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
+        self.tracing = False
 
     def is_training(self, entry: Any) -> bool:
         """The first loader iterated, unless before anything is tried it was one pass only and gives way to the next
@@ -132,19 +130,15 @@ class Trials:
         self.away = where not in ("?", entry["iterated_at"]) and not sys.modules["torch"].is_grad_enabled()
         if self.tracing or self.away or self.status not in ("traced only", "trying"):
             return make(loader)
+        stream = isinstance(loader.dataset, sys.modules["torch"].utils.data.IterableDataset)
+        if self.own is None and (stream or self.asked == "off"):
+            self.status = "worker counts not tried: " + ("an IterableDataset, whose workers split the stream (their "
+                                                         "number would change the data)" if stream else
+                                                         "switched off (--try-workers off)")
+            return make(loader)
         if self.own is None:
-            if why := self.unsupported(loader):
-                self.status = f"worker counts not tried: {why}"
-                return make(loader)
             self.start(loader)
         return make(loader) if self.settings == [self.own] else Segmented(self, loader, make)  # one: never restarted
-
-    def unsupported(self, loader: Any) -> str | None:
-        if self.asked == "off":
-            return "switched off (--try-workers off)"
-        if isinstance(loader.dataset, sys.modules["torch"].utils.data.IterableDataset):
-            return "an IterableDataset, whose workers split the stream (their number would change the data)"
-        return None
 
     def start(self, loader: Any) -> None:
         import torch
@@ -269,6 +263,8 @@ class Trials:
 
     def record(self) -> dict[str, Any]:
         """What was traced, timed and tried, for `<stem>.loaders.json` (the report reads it)."""
+        if self.epoch is not None:  # the run ended in a turn: its steps are a turn too (r_2 read "0 turn(s)")
+            self.epoch.end_turn()
         self.release()
         if self.settings == [self.own] and self.status == "traced only" and self.untraced["steps"] >= MIN_TIMED:
             # the one count the CPUs hold, timed in the script's own loader: restarting its workers in turns added
@@ -329,6 +325,10 @@ class Segmented:
         import torch
 
         self.trials, self.loader, self.make, self.feed = trials, loader, make, trials.feed
+        if (left := trials.epoch) is not None and left.timing and left.workers is not None:  # an epoch the loop left
+            trials.queue.insert(0, left.workers)  # early (`zip(range(n), loader)`: unseen r_2): its turn goes on
+            left.end_turn(cut=True)
+        trials.epoch = self
         # the seed a new iterator of its own draws; a persistent one is reset and draws none (drawing it anyway
         # moved every later epoch's order, and the losses, away from a plain run's)
         if not (loader.persistent_workers and loader.num_workers > 0 and loader._iterator is not None):

@@ -270,6 +270,24 @@ def test_a_turn_cut_by_the_epochs_end_goes_on_next_epoch_as_the_same_turn(monkey
     assert [k for k, _, _ in trials.segments[:3]] == [2, 2, 2] and trials.segments[0][1] == 6, trials.segments
 
 
+def test_a_turn_in_an_epoch_the_loop_left_early_goes_on_and_the_turn_the_run_ends_in_is_a_turn(monkeypatch):
+    """`for step, batch in zip(range(70), loader)` leaves every epoch at 70 of its 93 batches: the turn it was in was
+    lost (its steps timed, no turn of its count recorded), so the report read "0 turn(s) a count only" (unseen r_2).
+    It goes on next epoch as a turn the epoch's end cuts does, and the turn the run ends in counts as a turn."""
+    monkeypatch.setattr(trials_module, "STARTS", 0.0)  # turns as long as segment_s, whatever a fork costs
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.zeros(96, 2)), batch_size=2)  # 48 batches, 40 taken an epoch
+    trials = Trials(asked="2", segment_s=1e3)  # no turn ends on its own
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 0, [2], None, "trying", [2]
+    for _ in range(3):
+        assert sum(1 for _ in zip(range(40), Segmented(trials, loader, iter))) == 40
+    assert len(trials.segments) == 1 and trials.resumes == 2, trials.segments  # two epochs' parts, one turn going on
+    assert trials.record()["segments"] == [(2, trials.timed[2]["steps"], pytest.approx(trials.timed[2]["seconds"],
+                                                                                     abs=1e-5))]
+    assert trials.timed[2]["steps"] > 2 * 30  # timed in each of the three epochs
+
+
 def test_an_epoch_shorter_than_a_turn_ends_the_turn_in_the_next_epoch(monkeypatch):
     """An untraced epoch of 0.45 s never held a turn's 0.5 s, and a turn cut by the epoch's end started its count
     again: no turn ever ended, so a run of any length was too short to try (a_s4, unseen styles). The cut part now
