@@ -213,7 +213,8 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
                     phase_of[line] = min(phase, phase_of.get(line, phase), key=PRIORITY.index)
         if waits and not nested:
             inside_loader.update(id(n) for n in ast.walk(node) if n is not node)
-            first = node.body[0]  # a `with` line is hit twice a batch, on entry and exit (unseen o_1)
+            pulls = isinstance(node.body[0], ast.Try) and node.body[0].body[0].lineno in waits and len(node.body) > 1
+            first = node.body[pulls]  # `try: next(it)` runs once more than the batches (q_3); a `with` line twice (o_1)
             while isinstance(first, (ast.Try, ast.With, ast.AsyncWith)):
                 first = first.body[0]
             loops.append(LoaderLoop(file, name, waits, node.body[0].lineno, node.end_lineno or node.lineno,
