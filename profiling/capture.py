@@ -216,7 +216,8 @@ def call_name(frame: Any, where: str) -> str | None:
     if f"{code.co_filename}:{frame.f_lineno}" != where or not hasattr(code, "co_positions"):
         return None
     line, _, column, _ = list(code.co_positions())[frame.f_lasti // 2]
-    found = re.match(r"[\w.]+(?:\(\)\.[\w.]+)*\s*\(", linecache.getline(code.co_filename, line or 0)[column or 0:])
+    found = re.match(r"[\w.]+(?:\(\)\.[\w.]+|\[[^]]*\])*\s*\(",  # `FACTORIES["train"](...)`: a dict's partial (s_1)
+                     linecache.getline(code.co_filename, line or 0)[column or 0:])
     return found.group(0).rstrip("( ") if found else None
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from profiling.edits import script_edits
-from profiling.precheck import epoch_told, loop_module, unreachable_loop, worker_flag, workers_given
+from profiling.precheck import epoch_told, loop_module, unreachable_loop, worker_flag, workers_given, workers_set_at
 from profiling.records import Report
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
@@ -622,6 +622,37 @@ def test_a_count_given_as_the_sixth_argument_is_edited_by_its_option_and_the_edi
     done = subprocess.run([sys.executable, str(edited), *edits[0].split(), "--epochs", "1"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("name, before, edit, applied", [
+    ("partial_in_dict.py", 'FACTORIES["train"](TensorDataset', 'FACTORIES["train"](..., num_workers=2, '  # s_1
+     "persistent_workers=True)", 'FACTORIES["train"](num_workers=2, dataset=TensorDataset'),
+    ("workers_parameter.py", "num_workers: int = 0)", "def train(..., num_workers=2, ...)",  # unseen s_4
+     "num_workers: int = 2)"),
+])
+def test_the_edit_names_what_the_line_calls_or_the_parameter_that_sets_the_count_and_the_edited_script_runs(
+        tmp_path, repo, name, before, edit, applied):
+    """A partial kept in a dict, `FACTORIES["train"](ds)`: the edit read `DataLoader(..., num_workers=1)` on a line
+    that calls no DataLoader (unseen s_1). A count that is a parameter's default, `def train(..., num_workers: int =
+    0)`, was hard-coded on the DataLoader's line, leaving the parameter (and a CLI built from it) dead (s_4)."""
+    script = OWN / name
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "text")
+    edits = script_edits(replace(report.advice.numbers, num_workers=2, current_workers=0, workers_known=True),
+                         report.facts)
+    assert edits[0] == f"{script}:{line_of(script, before)}  {edit}", edits
+    edited = tmp_path / name  # the edit applied by hand, as a user would
+    edited.write_text(script.read_text().replace(before, applied))
+    done = subprocess.run([sys.executable, str(edited)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
+
+
+def test_a_module_constant_given_to_the_dataloader_is_edited_where_it_is_set(tmp_path):
+    """`num_workers=NUM_WORKERS`: the constant's line is the edit, as a config's would be, not the DataLoader's."""
+    script = tmp_path / "constant.py"
+    script.write_text("from torch.utils.data import DataLoader\nNUM_WORKERS = 4\n\n\ndef main():\n"
+                      "    return DataLoader(range(8), num_workers=NUM_WORKERS)\n")
+    assert workers_given("constant.py:6", str(tmp_path))[0] == "NUM_WORKERS"
+    assert workers_set_at(script, "NUM_WORKERS", [], str(tmp_path)) == "constant.py:2  NUM_WORKERS = {n}"
 
 
 def test_a_class_that_yields_its_loaders_batches_on_is_not_the_loop_and_its_wrapped_option_is_the_edit(tmp_path,
