@@ -130,13 +130,13 @@ class Trials:
         self.away = where not in ("?", entry["iterated_at"]) and not sys.modules["torch"].is_grad_enabled()
         if self.tracing or self.away or self.status not in ("traced only", "trying"):
             return make(loader)
-        stream = isinstance(loader.dataset, sys.modules["torch"].utils.data.IterableDataset)
-        if self.own is None and (stream or self.asked == "off"):
-            self.status = "worker counts not tried: " + ("an IterableDataset, whose workers split the stream (their "
-                                                         "number would change the data)" if stream else
-                                                         "switched off (--try-workers off)")
-            return make(loader)
         if self.own is None:
+            stream = isinstance(loader.dataset, sys.modules["torch"].utils.data.IterableDataset)
+            if stream or self.asked == "off":
+                self.status = "worker counts not tried: " + ("an IterableDataset, whose workers split the stream "
+                                                             "(their number would change the data)" if stream else
+                                                             "switched off (--try-workers off)")
+                return make(loader)
             self.start(loader)
         return make(loader) if self.settings == [self.own] else Segmented(self, loader, make)  # one: never restarted
 
@@ -328,7 +328,6 @@ class Segmented:
         if (left := trials.epoch) is not None and left.timing and left.workers is not None:  # an epoch the loop left
             trials.queue.insert(0, left.workers)  # early (`zip(range(n), loader)`: unseen r_2): its turn goes on
             left.end_turn(cut=True)
-        trials.epoch = self
         # the seed a new iterator of its own draws; a persistent one is reset and draws none (drawing it anyway
         # moved every later epoch's order, and the losses, away from a plain run's)
         if not (loader.persistent_workers and loader.num_workers > 0 and loader._iterator is not None):
@@ -337,6 +336,7 @@ class Segmented:
         self.feed.batches, self.feed.handed = list(loader._index_sampler), 0  # the epoch, once, from its sampler
         self.delivered, self.inner, self.workers, self.timing = 0, None, None, False
         self.after: Any = lambda asked: None
+        trials.epoch = self  # once whole: record() ends its turn, even after a SIGTERM inside this __init__
 
     def __iter__(self) -> Segmented:
         return self

@@ -288,6 +288,24 @@ def test_a_turn_in_an_epoch_the_loop_left_early_goes_on_and_the_turn_the_run_end
     assert trials.timed[2]["steps"] > 2 * 30  # timed in each of the three epochs
 
 
+def test_a_stop_while_a_new_epoch_is_set_up_loses_no_record(monkeypatch):
+    """A SIGTERM (raised as Ctrl-C) while a new epoch was being set up left it half-built as the epoch being served:
+    the record at exit failed on it with a traceback, and the trials were lost (a CI run at 91a0420)."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class Stopping(list):
+        def __iter__(self):
+            raise KeyboardInterrupt
+
+    loader = DataLoader(TensorDataset(torch.zeros(8, 2)), batch_size=2)
+    trials = Trials(asked="2", segment_s=1e3)
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 0, [2], None, "trying", [2]
+    monkeypatch.setattr(DataLoader, "_index_sampler", property(lambda self: Stopping()))
+    with pytest.raises(KeyboardInterrupt):
+        Segmented(trials, loader, iter)
+    assert trials.record()["status"].startswith("too short to try worker counts")
+
+
 def test_an_epoch_shorter_than_a_turn_ends_the_turn_in_the_next_epoch(monkeypatch):
     """An untraced epoch of 0.45 s never held a turn's 0.5 s, and a turn cut by the epoch's end started its count
     again: no turn ever ended, so a run of any length was too short to try (a_s4, unseen styles). The cut part now
