@@ -325,9 +325,8 @@ class Segmented:
         import torch
 
         self.trials, self.loader, self.make, self.feed = trials, loader, make, trials.feed
-        if (left := trials.epoch) is not None and left.timing and left.workers is not None:  # an epoch the loop left
-            trials.queue.insert(0, left.workers)  # early (`zip(range(n), loader)`: unseen r_2): its turn goes on
-            left.end_turn(cut=True)
+        if trials.epoch is not None:  # an epoch the loop left early (`zip(range(n), loader)`: unseen r_2)
+            trials.epoch.cut()
         # the seed a new iterator of its own draws; a persistent one is reset and draws none (drawing it anyway
         # moved every later epoch's order, and the losses, away from a plain run's)
         if not (loader.persistent_workers and loader.num_workers > 0 and loader._iterator is not None):
@@ -366,13 +365,17 @@ class Segmented:
             self.trials.add_segment(self.workers, self.here[0], self.here[1], cut)
         self.feed.open, self.timing = False, False
 
+    def cut(self) -> None:
+        """End the epoch's turn, by its end or where the loop left it: a turn still timing goes on next epoch."""
+        cut = self.timing and self.workers is not None
+        if cut:
+            self.trials.queue.insert(0, self.workers)
+        self.end_turn(cut)
+
     def __next__(self) -> Any:
         while True:
             if self.delivered >= len(self.feed.batches):
-                cut = self.timing and self.workers is not None
-                if cut:  # cut by the epoch's end: resumed next epoch
-                    self.trials.queue.insert(0, self.workers)
-                self.end_turn(cut)
+                self.cut()
                 if self.workers is None:  # the trials are over: the script's own loader from now on
                     self.trials.release()
                 raise StopIteration
