@@ -212,15 +212,16 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
     an edit with {n} for the count (unseen j_2, j_3): an edit on the DataLoader's line would leave that setting saying
     otherwise."""
     name = re.fullmatch(r"(?:.*?[.\['\"])?(\w*workers\w*)['\"\]]*", given or "", re.IGNORECASE)  # or a bare name
-    text = script.read_text(errors="replace")
-    passed = [(ast.unparse(n.func), k.value.lineno) for n in script_nodes(script)
+    text, nodes = script.read_text(errors="replace"), list(script_nodes(script))
+    passed = [(ast.unparse(n.func), k.value.lineno) for n in nodes
               if isinstance(n, ast.Call) and not ast.unparse(n.func).endswith("DataLoader")
               for k in n.keywords if k.arg == name[1] and type(getattr(k.value, "value", None)) is int] if name else []
     if passed:  # more than one call (a train and an eval config): no one place to edit
         return f"{shown(f'{script}:{passed[0][1]}', root)}  {passed[0][0]}(..., {name[1]}={{n}})" \
             if len(passed) == 1 else None
-    defaults = [(f.name, d.lineno) for f in _functions(parse_script(script), False) for a, d in
-                [*zip(f.args.args[::-1], f.args.defaults[::-1]), *zip(f.args.kwonlyargs, f.args.kw_defaults)]
+    functions = [n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    defaults = [(f.name, d.lineno) for f in functions for a, d in [*zip(f.args.args[::-1], f.args.defaults[::-1]),
+                                                                   *zip(f.args.kwonlyargs, f.args.kw_defaults)]
                 if a.arg == given and type(getattr(d, "value", None)) is int]
     if len(defaults) == 1:  # a parameter's default, `def train(..., num_workers: int = 0)`, no call passing it (s_4)
         return f"{shown(f'{script}:{defaults[0][1]}', root)}  def {defaults[0][0]}(..., {given}={{n}}, ...)"
