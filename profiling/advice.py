@@ -131,7 +131,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0),
             "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0,
-            "zero_untried": facts.gpus == 0 and 0 not in steps}  # a CPU job's main process alone may be fastest (p_4)
+            "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps else ""}
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -197,7 +197,7 @@ RULES: tuple[Rule, ...] = (
          "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not tried, as your run had workers: on a "
          "CPU-only job the main process alone can be the fastest where a batch costs little to build, as it leaves "
-         "the workers' CPUs to the step. Time it too (`python -m profiling run --try-workers 0,{num_workers} -- "
+         "the workers' CPUs to the step. Time it too (`python -m profiling run --try-workers {zero_untried} -- "
          "SCRIPT ARGS`), or ask for more CPUs and profile again."),
     Rule("other_loader", "advice", lambda n: n.loop_found and n.other_loader is not None
          and n.cpus_per_task == n.other_cpus,
@@ -206,9 +206,9 @@ RULES: tuple[Rule, ...] = (
     Rule("fewest_within", "advice", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
          "{num_workers} is the fewest workers whose step is within {tolerance_pct:g}% of the best measured; each "
          "count was timed untraced in turns of your own loop, warm-up batches left out."),
-    Rule("not_sure", "note", lambda n: n.basis == "tried" and n.behind_pct is not None and n.behind_noise_pct
-         is not None and abs(n.behind_pct + 100 * TOLERANCE * (1 if (n.behind_workers or 0) > (n.num_workers or 0)
-                                                               else -1)) < n.behind_noise_pct,  # a count up: 5 % ahead?
+    Rule("not_sure", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1 and n.behind_pct is not None
+         and n.behind_noise_pct is not None and abs(n.behind_pct + 100 * TOLERANCE * (
+             1 if (n.behind_workers or 0) > (n.num_workers or 0) else -1)) < n.behind_noise_pct,  # up: 5 % ahead?
          "How sure: {behind_workers} worker(s) were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say which is the fewest count within 5%. "
          "More epochs give each count more turns and a surer answer."),
@@ -218,7 +218,7 @@ RULES: tuple[Rule, ...] = (
     Rule("zero_not_tried", "note", lambda n: n.zero_untried and not n.capped,
          "0 workers was not tried, as your run had workers. On a CPU-only job the main process alone, building each "
          "batch itself, can be the fastest where a batch costs little to build: it leaves the workers' CPUs to the "
-         "step. To time it too: `python -m profiling run --try-workers 0,{num_workers} -- SCRIPT ARGS`."),
+         "step. To time it too: `python -m profiling run --try-workers {zero_untried} -- SCRIPT ARGS`."),
     Rule("few_turns", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
          and n.tried_turns in range(TURNS_FOR_SPREAD),
          "How sure: the run had time for {tried_turns} turn(s) of each count, too few to see how much one count's "
@@ -350,8 +350,8 @@ BRIEF: dict[str, str] = {
                        "on {cpus}: it needs CPUs.",
     "capped_in_run": "At every count tried on your {cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
                      "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
-    "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count {cpus} CPU(s) hold: time 0 "
-                           "workers too (--try-workers 0,{num_workers}), or add CPUs.",
+    "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count tried on {cpus} CPU(s): "
+                           "time 0 workers too (--try-workers {zero_untried}), or add CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
     "other_loader": "{other_cpus} CPUs: the DataLoader at {other_loader} runs more workers in this job.",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",

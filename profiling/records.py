@@ -123,7 +123,7 @@ class AdviceNumbers:
     tried: dict | None = None           # measured in the run, untraced: workers -> seconds per step
     tried_noise: dict | None = None     # ... and the standard error of each of those means
     tried_text: str = ""                # ... in words, fastest first
-    zero_untried: bool = False          # a CPU-only job whose own workers kept 0 out of the counts tried
+    zero_untried: str = ""              # a CPU-only job whose own workers kept 0 out of the counts tried: 0 and those
     tolerance_pct: float = 0.0          # the advice: the fewest workers within this % of the best step
     behind_workers: int | None = None   # the advised count, or the next one down (up, if none) where the fastest was:
     behind_pct: float | None = None     # ... its step behind the fastest's, in %, ...

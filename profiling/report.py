@@ -83,15 +83,19 @@ def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, s
     tried), loaders zipped with it (tried and edited on it alone), and loaders that restart their workers each pass."""
     at = (loader or {}).get("built_at")
     built = sum(e.get("built_at") == at for e in loaders) if at else 0
+    each = status == "tried" or (loader or {}).get("epochs", 1) >= 2  # each for epochs of its own (t_5: a round)
     notes = [f"the DataLoader at {at} was built {built} times" + (
-        " (a fold, a stage, a domain or a run each, say): worker counts were tried in one only" if status == "tried"
+        " (a fold, a stage, a round or a run each, say): worker counts are tried in the first one only" if each
         else ": its workers started anew each time and no worker count could be tried in it. Build it once, before the "
         "epoch loop")] if built > 1 and status != "compute-bound" else []
-    notes += list(dict.fromkeys(  # a second stage's training loop, which the advice does not cover
-        f"the loop at {e['iterated_at']} waited {100 * e['loop_wait_seconds'] / e['loop_seconds']:.0f}% of each step "
-        f"for the DataLoader at {e['built_at']}: nothing was tried or edited there; profile that part alone"
-        for e in loaders if e.get("built_at") != at and e.get("iterated_at") != (loader or {}).get("iterated_at")
-        and e.get("shuffles") and e.get("loop_seconds") and e["loop_wait_seconds"] >= LOADER_BOUND * e["loop_seconds"]))
+    waits: dict[tuple[str, str], tuple[float, float]] = {}  # a second stage's loop, which the advice does not cover
+    for e in loaders:  # (the loaders built at one line and iterated at another, a probe of worker counts: t_4, told)
+        if e.get("built_at") != at and e.get("iterated_at") != (loader or {}).get("iterated_at") and e.get("shuffles"):
+            wait, seconds = waits.get((e["iterated_at"], e["built_at"]), (0.0, 0.0))
+            waits[e["iterated_at"], e["built_at"]] = (wait + e["loop_wait_seconds"], seconds + e["loop_seconds"])
+    notes += [f"the loop at {loop} waited {100 * wait / seconds:.0f}% of each step for the DataLoader at {built}: "
+              "nothing was tried or edited there; profile that part alone"
+              for (loop, built), (wait, seconds) in waits.items() if seconds and wait >= LOADER_BOUND * seconds]
     zipped = [e["built_at"] for e in loaders if loader and e.get("iterated_at") == loader.get("iterated_at") and
               e.get("built_at") != at and abs(e["batches"] - loader["batches"]) <= e["epochs"]]
     notes += [f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} (zipped): "

@@ -13,6 +13,7 @@ import os
 import statistics
 import sys
 import time
+import weakref
 from typing import Any
 
 from profiling import interrupts
@@ -70,6 +71,7 @@ class Trials:
         self.threads: int | None = None  # torch's threads in the script, once started
         self.feed, self.loaders = Feed(), {}  # the DataLoader of the count whose turn it is, fed by one sampler
         self.epoch: Segmented | None = None  # the epoch being served
+        self.alive: Any = lambda: True  # the training loader, while the script holds it (a weak reference)
 
     def stop_tracing(self) -> None:
         """Switch line tracing off for the rest of the run (kernprof still writes what it traced)."""
@@ -79,18 +81,20 @@ class Trials:
             profiler.enable = lambda *args, **kwargs: None  # the wrappers' enable_by_count calls it
         self.tracing = False
 
-    def is_training(self, entry: Any) -> bool:
+    def is_training(self, entry: Any, loader: Any = None) -> bool:
         """The first loader iterated, unless before anything is tried it was one pass only and gives way to the next
         iterated with gradients on: one that shuffles where it did not (Lightning's validation check, a statistics pass:
-        unseen l_3) or any where it had none (an evaluation: m_4); or, cut short, to one built at its line (warm-up)."""
+        unseen l_3) or any where it had none (an evaluation: m_4); or, cut short, to one built at its line (warm-up)
+        or to any once it is freed (a script's own probe of worker counts: t_4)."""
         first = self.entry
         if first is not None and (entry is first or self.own is not None or first["epochs"] >= 2):
             return entry is first  # chosen for good, or its own batch: every batch's path, no call into torch
         grad = sys.modules["torch"].is_grad_enabled()
         if first is None or grad and (entry.get("shuffles") and not first.get("shuffles") or not self.graded) \
                 or first["batches"] < first["epoch_batches"] and not entry.get("batches") \
-                and (entry.get("built_at") or "?") == first.get("built_at") != "?":
+                and ((entry.get("built_at") or "?") == first.get("built_at") != "?" or self.alive() is None):
             self.entry, self.traced_batches, self.traced, self.graded = entry, 0, dict(NO_TIME), grad
+            self.alive = weakref.ref(loader) if loader is not None else lambda: True
         return entry is self.entry
 
     def batch(self, entry: Any, step_s: float | None, wait_s: float | None) -> None:
@@ -115,7 +119,7 @@ class Trials:
         at another line (a peek, an LR finder: unseen l_4) was not the loop: the traced part starts again here. A pass
         at another line without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is
         served, not timed."""
-        if not self.is_training(entry):  # the same line's next loader, shuffled alike, gradients on, after an epoch:
+        if not self.is_training(entry, loader):  # the same line's loader, shuffled alike, grad on, after an epoch:
             first, grad = self.entry, sys.modules["torch"].is_grad_enabled()  # built anew each epoch (unseen r_4)
             if self.tracing and grad and entry.get("built_at") == first.get("built_at") != "?" \
                     and entry.get("shuffles") == first.get("shuffles") and first["batches"] >= first["epoch_batches"]:
@@ -228,7 +232,6 @@ class Trials:
         live, as in a job of its own: with every count's kept, an H200 put 4-8 workers 7-15 % behind 12, separate
         processes 0-3 % (docs/results/issue34-h200-08f6). One going on past an epoch's end keeps them (Segmented)."""
         import torch
-        from torch.utils.data import DataLoader
 
         self.drop([k for k in self.loaders if k != workers])
         if workers not in self.loaders:
@@ -242,7 +245,7 @@ class Trials:
             seeds = torch.Generator().manual_seed((torch.initial_seed() + len(self.segments)) % 2**64)
             # without automatic batching (batch_size=None) each item the sampler yields is a batch already (unseen k_4)
             fed = {"batch_sampler": self.feed} if loader._auto_collation else {"sampler": self.feed, "batch_size": None}
-            self.loaders[workers] = DataLoader(loader.dataset, generator=seeds, **fed, **options)
+            self.loaders[workers] = torch.utils.data.DataLoader(loader.dataset, generator=seeds, **fed, **options)
         return self.loaders[workers]
 
     def drop(self, counts: Any) -> None:
@@ -388,8 +391,7 @@ class Segmented:
             except StopIteration:  # the closed turn's last prefetched batch was delivered
                 self.inner = None
         now = time.perf_counter()
-        self.delivered += 1
-        self.count += 1
+        self.delivered, self.count = self.delivered + 1, self.count + 1
         if self.count == 1:  # the turn's first batch: its workers' start, and so its length, are known
             if self.opened is not None:
                 self.trials.starts.append(now - self.opened)
@@ -414,7 +416,5 @@ class Segmented:
 
 def from_environment() -> Trials | None:
     """The trials `run` asked for (DLPROF_TRACE_BATCHES set), else None."""
-    if not os.environ.get(TRACE_VAR):
-        return None
     return Trials(int(os.environ[TRACE_VAR]), float(os.environ.get(SEGMENT_VAR) or SEGMENT_SECONDS),
-                  os.environ.get(TRY_VAR) or "auto")
+                  os.environ.get(TRY_VAR) or "auto") if os.environ.get(TRACE_VAR) else None

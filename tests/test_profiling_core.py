@@ -628,13 +628,22 @@ def test_loader_notes_name_each_other_loader_once_and_only_when_it_costs():
     assert loader_notes([val], None, None)[0].startswith("the DataLoader at t.py:12 started")
     # k folds, each its own loader from one line (unseen i_1): tried in one only, and said so
     assert loader_notes(again, train, "tried") == [
-        "the DataLoader at t.py:10 was built 2 times (a fold, a stage, a domain or a run each, say): worker counts "
-        "were tried in one only"]
+        "the DataLoader at t.py:10 was built 2 times (a fold, a stage, a round or a run each, say): worker counts "
+        "are tried in the first one only"]
+    # ... and so where each served epochs of its own, too few to try counts in (unseen t_5: "Build it once, before
+    # the epoch loop", where it was, and each round's dataset grew); one built for each epoch is asked to be built once
+    assert "tried in the first one only" in loader_notes(again, train, "too short to try worker counts")[0]
+    once = [{**train, "epochs": 1}, {**train, "epochs": 1}]
+    assert loader_notes(once, once[0], "traced only")[0].endswith("Build it once, before the epoch loop")
     # a second stage's training loop (unseen i_2), which waited 87 % of its steps: named once, as nothing covers it
     stage = {"built_at": "t.py:40", "iterated_at": "t.py:45", "batches": 240, "epochs": 3, "num_workers": 1,
              "persistent_workers": True, "shuffles": True, "loop_seconds": 7.39, "loop_wait_seconds": 6.44}
     said = loader_notes([train, stage, dict(stage)], train, "tried")
     assert said == ["the loop at t.py:45 waited 87% of each step for the DataLoader at t.py:40: nothing was tried or "
                     "edited there; profile that part alone"], said
+    # loaders built at one line and iterated at another, each for a pass (a script's probe of worker counts: t_4),
+    # are one note, their waits summed
+    probes = loader_notes([train, stage, {**stage, "loop_wait_seconds": 7.39}], train, "tried")
+    assert len(probes) == 1 and "waited 94% of each step" in probes[0], probes
     assert loader_notes([train, {**stage, "loop_wait_seconds": 0.2}], train, "tried") == []  # 3 %: it kept up
     assert loader_notes([train, {**stage, "shuffles": False}], train, "tried") == []  # validation, say

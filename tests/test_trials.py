@@ -48,6 +48,10 @@ def epochs(stdout: str) -> list[tuple[str, str]]:
     return re.findall(r"epoch \d+ batches (\d+) order (\w+)", stdout)
 
 
+def line_of(path: Path, text: str) -> int:
+    return 1 + next(i for i, line in enumerate(path.read_text().splitlines()) if text in line)
+
+
 def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_scripts_own_loop(tmp_path, repo):
     args = ["--epochs", "4", "--items", "128"]
     plain = subprocess.run([sys.executable, str(SLEEPY), *args], capture_output=True, text=True,
@@ -81,6 +85,29 @@ def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_sc
     assert "(measured in your run" in text and "the first 16 batches traced" in text and "untraced step" in text
     why = text.split("Why:")[1].split("\n  ")[1:4]
     assert "Measured in your run:" in " ".join(why) and all(f"{k} worker" in text for k in (0, 1, 2))
+
+
+def test_a_scripts_own_probe_of_worker_counts_gives_way_to_the_loader_it_trains_with(tmp_path, repo):
+    """A script that times a few batches of a throw-away DataLoader for each count, then trains (unseen t_4): the
+    probe's loader, freed, is no loop. The training loader's first epoch is traced, its counts tried; the probe is
+    noted once. (The probe was taken for the loop: the whole run stayed traced, nothing was tried, "300 batches (the
+    first 6 batches traced)", and the curve's advice halved the script's speed.)"""
+    script, args = OWN / "probed_workers.py", ["--epochs", "4", "--items", "128"]
+    plain = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+    done = dlprof(repo, tmp_path, "run", "--try-workers", "0,1,2", "--segment-seconds", "0.05", "--formats", "text",
+                  "--output-dir", str(tmp_path), "--", str(script), *args)
+    assert done.returncode == 0, done.stderr
+    assert epochs(done.stdout) == epochs(plain.stdout) and len(epochs(plain.stdout)) == 4
+    trials = json.loads((tmp_path / "probed_workers.loaders.json").read_text())["trials"]
+    assert trials["status"] == "tried" and trials["traced_batches"] == 16 and set(measured_steps(trials)) == {0, 1, 2}
+    profile = load_lprof(tmp_path / "probed_workers.lprof")
+    body = {line: hits for line, hits, _ in next(lines for key, lines in profile.timings.items() if key[2] == "main")}
+    assert body[line_of(script, "loss = nn.functional")] == 16  # tracing stopped after the training loader's epoch
+    text = (tmp_path / "probed_workers.report.txt").read_text()
+    assert "16 batches (the first 16 batches traced)" in text and "(measured in your run" in text, text
+    probe_line = line_of(script, "for k, _ in enumerate(loader)")
+    assert text.count(f"probed_workers.py:{probe_line} waited") == 1, text  # two probe loaders, one note
 
 
 def test_a_run_too_short_to_try_worker_counts_falls_back_to_the_curve_and_says_so_first(tmp_path, repo):
@@ -631,6 +658,8 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_e
         "status": "tried", "own_workers": 1, "rounds": 0, "segments": alone,
         "settings": {str(k): t for k, t in summed(alone).items()}})
     assert "few_turns" not in one.fired_rules and "turn(s)" not in _advice_head(SimpleNamespace(advice=one))[0]
+    # ... nor a "not sure" of the one count behind itself (unseen t_3: "not sure: 1 worker(s) 0.0% ± 8.6% behind")
+    assert "not_sure" not in one.fired_rules and "not sure" not in _advice_head(SimpleNamespace(advice=one))[0]
 
 
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
@@ -651,6 +680,10 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
     # process, and the wait with workers was their hand-over (unseen p_2, p_4: 0 workers 10-18 % faster, plain)
     assert "fewest_within" not in said and "capped_in_run" not in said, said
     assert "--try-workers 0,1" in said["capped_zero_untried"] and "add CPUs" in said["capped_zero_untried"], said
+    # the counts to time with 0 are those already tried too (unseen t_6 tried 1 and 2 and was told "0,2")
+    said, numbers = fired(2, {"1": one, "2": {"steps": 103, "seconds": 103 * 0.04, "wait_seconds": 103 * 0.033}})
+    assert "--try-workers 0,1,2)" in said["capped_zero_untried"] and "count tried on 2 CPU(s)" in said[
+        "capped_zero_untried"], said
     gpu = model_numbers(loop, JobFacts(cpus=2, gpus=1, num_workers=1), trials={
         "status": "tried", "own_workers": 1, "rounds": 1, "settings": {"1": one}})
     assert [r.name for r in RULES if r.when(gpu) and r.name.startswith("capped")] == ["capped_in_run"]
