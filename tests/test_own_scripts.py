@@ -623,6 +623,19 @@ def test_a_count_given_as_the_sixth_argument_is_edited_by_its_option_and_the_edi
     done = subprocess.run([sys.executable, str(edited), *edits[0].split(), "--epochs", "1"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
+    # a number in its place (`DataLoader(data, 8, True, None, None, 0)`) is edited there, not given twice by keyword
+    constant = tmp_path / "constant" / script.name
+    constant.parent.mkdir()
+    constant.write_text(script.read_text().replace("None, None, args.workers)", "None, None, 0)"))
+    report = profiled_report(repo, constant.parent, constant, "--try-workers", "off", "--formats", "text")
+    edits = script_edits(replace(report.advice.numbers, num_workers=2, current_workers=0, workers_known=True),
+                         report.facts)
+    at = f"{constant.name}:{line_of(constant, 'loader = DataLoader(')}"  # shown from where it ran
+    assert edits == [f"{at}  DataLoader(data, 8, True, None, None, 2, ...)",
+                     f"{at}  DataLoader(..., persistent_workers=True)"], edits
+    constant.write_text(constant.read_text().replace("None, None, 0)", "None, None, 2, persistent_workers=True)"))
+    done = subprocess.run([sys.executable, str(constant), "--epochs", "1"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
 
 
 @pytest.mark.parametrize("name, before, edit, applied", [
