@@ -7,6 +7,7 @@ would, by `profiling.phases`' rules, in the `@profile` functions (else every fun
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -156,6 +157,19 @@ def worker_flag(script: Path, args: list[str] = (), given: str | None = None) ->
     env = {n.value for n in nodes if isinstance(n, ast.Constant) and re.fullmatch(r"[A-Z_]*WORKERS\w*", f"{n.value}")}
     reads = any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") for n in nodes)
     return f"export {env.pop()}=" if reads and len(env) == 1 else None
+
+
+def flag_choices(script: Path, flag: str, root: str = ".") -> tuple[str, list[int]] | None:
+    """Where the workers option's `choices` stand and the counts they allow (`choices=range(0, 9)`: unseen s_6), a list
+    or a range of numbers: argparse refuses an advised count outside them, so the report says where to widen them."""
+    for call in (n for n in script_nodes(script) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "add_argument" and flag.split()[-1] in [getattr(a, "value", 0) for a in n.args]):
+        for given in (k.value for k in call.keywords if k.arg == "choices"):
+            ranged = isinstance(given, ast.Call) and ast.unparse(given.func) == "range"
+            with contextlib.suppress(ValueError, TypeError, SyntaxError):  # names, calls: not read
+                allowed = range(*map(ast.literal_eval, given.args)) if ranged else ast.literal_eval(given)
+                return shown(f"{script}:{given.lineno}", root), sorted(int(c) for c in allowed)
+    return None
 
 
 def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tuple[str | None, bool, str | None]:

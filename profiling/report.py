@@ -17,8 +17,8 @@ from profiling.argv import shown
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import (sixth_argument, takes_metrics_json, worker_flag, workers_from_slurm, workers_given,
-                                workers_set_at)
+from profiling.precheck import (flag_choices, sixth_argument, takes_metrics_json, worker_flag, workers_from_slurm,
+                                workers_given, workers_set_at)
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -187,9 +187,13 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                          f"{' and '.join(parts)} are in the line table")
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
-    return Report(lprof_path=lprof_path, lines=table, phases=phases, facts=facts,
-                  advice=advise(loop, facts, curve=curve, trials=trials), notes=notes, meta=meta,
-                  samples=samples, loop=loop, curve=curve)
+    advice = advise(loop, facts, curve=curve, trials=trials)
+    choices = flag_choices(script, facts.workers_flag, cwd) if script and facts.workers_flag else None
+    notes[:0] = [f"{facts.workers_flag} takes {choices[1][0]}-{choices[1][-1]} only (its choices, {choices[0]}): "
+                 f"widen them to give it {advice.num_workers}"] if choices and advice.num_workers is not None \
+        and advice.num_workers not in choices[1] else []
+    return Report(lprof_path=lprof_path, lines=table, phases=phases, facts=facts, advice=advice, notes=notes,
+                  meta=meta, samples=samples, loop=loop, curve=curve)
 
 
 def write_report(report: Report, out_dir: str | Path, stem: str, formats: Iterable[str]) -> list[Path]:

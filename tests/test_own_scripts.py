@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from profiling.edits import script_edits
-from profiling.precheck import epoch_told, loop_module, unreachable_loop, worker_flag, workers_given, workers_set_at
+from profiling import report as report_module
+from profiling.precheck import (epoch_told, flag_choices, loop_module, unreachable_loop, worker_flag, workers_given,
+                                workers_set_at)
 from profiling.records import Report
 from profiling.report import KIT_ROOT, build_report, is_kit_script
 
@@ -636,6 +638,27 @@ def test_a_count_given_as_the_sixth_argument_is_edited_by_its_option_and_the_edi
     constant.write_text(constant.read_text().replace("None, None, 0)", "None, None, 2, persistent_workers=True)"))
     done = subprocess.run([sys.executable, str(constant), "--epochs", "1"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
+
+
+def test_an_advised_count_outside_the_options_choices_is_noted_with_where_to_widen_them(tmp_path, repo, monkeypatch):
+    """`--workers` with `choices=range(0, 9)` (unseen s_6): argparse refuses `--workers 15`, which a 16-CPU job would
+    be told. The choices are read (a range or a list of numbers) and a count outside them is noted first."""
+    script = tmp_path / "choices" / "positional_loader.py"
+    script.parent.mkdir()
+    script.write_text((OWN / "positional_loader.py").read_text().replace("default=0)", "default=0, choices=range(3))"))
+    at = f"{script}:{line_of(script, 'choices=range')}"
+    assert flag_choices(script, "--workers") == (at, [0, 1, 2]) and flag_choices(script, "--epochs") is None
+    listed = tmp_path / "listed.py"
+    listed.write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('-j', '--workers', type=int, "
+                      "choices=[0, 4, 1])\np.add_argument('--nw', choices=CHOICES)\n")
+    assert flag_choices(listed, "fit ... --workers") == (f"{listed}:3", [0, 1, 4])
+    assert flag_choices(listed, "--nw") is None  # a name: not read
+    lprof = profiled_report(repo, script.parent, script, "--try-workers", "off", "--formats", "text").lprof_path
+    real = report_module.advise
+    monkeypatch.setattr(report_module, "advise", lambda *a, **k: replace(real(*a, **k), num_workers=15))
+    notes = build_report(lprof).notes
+    assert notes[0] == f"--workers takes 0-2 only (its choices, {at.replace(str(script.parent) + '/', '')}): widen " \
+                       "them to give it 15", notes
 
 
 @pytest.mark.parametrize("name, before, edit, applied", [
