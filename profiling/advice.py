@@ -129,7 +129,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest), "behind_workers": behind,
             "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
-            "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0),
+            "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0), "tried_cpus": trials.get("cpus"),
             "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0,
             "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps else ""}
     elif choice is not None:
@@ -338,6 +338,9 @@ RULES: tuple[Rule, ...] = (
     Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
          "{cpus} CPU(s), which the model ignores. Check the advice with `python -m profiling sweep`."),
+    Rule("tried_on_fewer_cpus", "warning", lambda n: n.basis == "tried" and (n.tried_cpus or n.cpus) < n.cpus,
+         "Worker counts were tried on the {tried_cpus} CPU(s) this run had, not the {cpus} it was told the job has: "
+         "profile inside the job to try the counts its CPUs hold."),
     Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),

@@ -130,6 +130,7 @@ class AdviceNumbers:
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)
     tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step
+    tried_cpus: int | None = None       # the CPUs the run's trials had (fewer than `cpus` where --cpus gave more)
     starts: int = 0                     # the turns that started their count's workers, ...
     start_total_s: float = 0.0          # ... the seconds they took to the first batch, ...
     turn_s: float = 0.0                 # ... and a turn's least timed seconds where that made turns longer

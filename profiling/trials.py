@@ -299,7 +299,7 @@ class Trials:
                 "traced_batches": self.traced_batches, "trace_limit": self.trace_batches, "other_batches": self.others,
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
                 "starts": len(self.starts), "start_seconds": sum(self.starts),  # and a turn's length, if they set it:
-                "lengthened_to": turn_s if turn_s > self.segment_s else None,
+                "lengthened_to": turn_s if turn_s > self.segment_s else None, "cpus": len(self.mask or ()) or None,
                 "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
                 "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
 

@@ -64,6 +64,7 @@ def test_the_first_epoch_is_traced_then_three_worker_counts_take_turns_in_the_sc
     record = json.loads((tmp_path / "sleepy_epochs.loaders.json").read_text())
     trials = record["trials"]
     assert trials["status"] == "tried" and trials["traced_batches"] == 16 and trials["own_workers"] == 0
+    assert trials["cpus"] == len(os.sched_getaffinity(0))  # the CPUs the counts were tried on
     assert set(measured_steps(trials)) == {0, 1, 2}
     segments = trials["segments"]  # each turn, as it was timed: the settings' sums are theirs
     assert {k for k, _, _ in segments} == {0, 1, 2}
@@ -739,6 +740,23 @@ def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_t
     reasons = " ".join(rule.text(numbers) for rule in RULES if rule.when(numbers))
     assert "it needs CPUs" not in reasons and "the step itself needs CPUs" in reasons  # full text, not the brief
     assert "The loader is the bottleneck" not in reasons and "not the bottleneck" not in reasons
+
+
+def test_counts_tried_on_fewer_cpus_than_the_job_is_said_to_have_are_warned_of():
+    """`run --cpus 16` on a 2-CPU machine (unseen s_3): the counts tried are those 2 CPUs hold, and the report said
+    "measured in your run" for a 16-CPU job without a word of it."""
+    loop = LoopSummary("s_3.py", "train", 11, 40, 40 * 0.030, 40 * 0.004, 1)
+    timed = {"0": {"steps": 40, "seconds": 40 * 0.036, "wait_seconds": 40 * 0.030},
+             "1": {"steps": 40, "seconds": 40 * 0.031, "wait_seconds": 40 * 0.026}}
+
+    def warned(cpus: int, tried_on: int | None) -> list[str]:
+        numbers = model_numbers(loop, JobFacts(cpus=cpus, gpus=0, num_workers=1), trials={
+            "status": "tried", "own_workers": 1, "rounds": 2, "settings": timed, "cpus": tried_on})
+        return [rule.text(numbers) for rule in RULES if rule.when(numbers) and rule.name == "tried_on_fewer_cpus"]
+
+    assert warned(16, 2) == ["Worker counts were tried on the 2 CPU(s) this run had, not the 16 it was told the job "
+                             "has: profile inside the job to try the counts its CPUs hold."]
+    assert warned(2, 2) == [] and warned(16, None) == [] and warned(2, 16) == []
 
 
 def test_a_held_turn_moves_every_thread_and_never_more_torch_threads_than_cpus():
