@@ -155,9 +155,10 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
         basis, capped, spare = "estimate", raw > chosen, raw <= chosen < needed
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
         chosen, needed, basis = worker_cap, worker_cap, "estimate"
-    return AdviceNumbers(**{**asdict(job), **measured, "num_workers": chosen,
-        "cpus_per_task": max(cpus_for_workers(chosen, facts.gpus, facts.pin_memory),  # starved at every count:
-                             facts.cpus if capped and basis == "tried" else 0, job.other_cpus),  # not fewer than had
+    cpus = max(cpus_for_workers(chosen, facts.gpus, facts.pin_memory), job.other_cpus,  # not fewer than had: starved
+               facts.cpus if capped and basis == "tried" or basis == "kept" and not facts.gpus else 0)  # or a CPU step
+    return AdviceNumbers(**{**asdict(job), **measured, "num_workers": chosen, "cpus_per_task": cpus,
+        "keeps_cpus": basis == "kept" and not facts.gpus and cpus > chosen + 1,  # its step computes on them: u_4
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches,
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
@@ -316,7 +317,11 @@ RULES: tuple[Rule, ...] = (
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
          "on a GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits "
          "spin on a core, so with only one CPU of its own it takes time from the workers."),
-    Rule("main_process_one_cpu", "advice", lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus == 1,
+    Rule("cpu_step_keeps_cpus", "advice", lambda n: n.keeps_cpus,
+         "--cpus-per-task={cpus_per_task} keeps the CPUs the run had: with no GPU the step computes on them with "
+         "PyTorch's threads, and it was not timed on fewer."),
+    Rule("main_process_one_cpu", "advice", lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus == 1
+         and not n.keeps_cpus,
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus one CPU for the main process, which "
          "runs the training loop and takes each batch the workers finish."),
     Rule("too_many_workers", "warning", lambda n: n.workers_known and n.current_workers > max(n.cpus - n.main_cpus, 0),
@@ -377,6 +382,7 @@ BRIEF: dict[str, str] = {
     "fewer_workers": "The loader keeps up with {num_workers} worker(s), fewer than the {current_workers} used.",
     "main_process_cpus": "Plus {main_cpus} CPUs for the main process (loop, pin-memory thread, CUDA waits).",
     "main_process_one_cpu": "Plus 1 CPU for the main process, which runs the training loop.",
+    "cpu_step_keeps_cpus": "Keep the {cpus_per_task} CPUs the run had: with no GPU, the step computes on them.",
 }
 
 # Where the job's CPUs cap the count, the cap's own line says what these say; as "Why" lines beside a capped count

@@ -428,7 +428,7 @@ def test_every_message_formats_with_full_numbers():
     timed = {"steps": 20, "seconds": 20 * 0.065, "wait_seconds": 20 * 0.001}  # tried though it kept up
     squeezed = model_numbers(_loop(9.267, 1.70, batches=10), JobFacts(cpus=16, gpus=1, num_workers=2), trials={
         "status": "tried", "own_workers": 2, "squeezed": True, "settings": {"2": timed, "4": timed}, "rounds": 1,
-        "traced": {"steps": 100, "seconds": 6.0, "wait_seconds": 1.5}})
+        "traced": {"steps": 100, "seconds": 6.0, "wait_seconds": 1.5}, "cpus": 16})
     assert squeezed.step_needs_cpus and squeezed.held_cpus == 4
     numbers = replace(numbers, **{k: v for k, v in asdict(squeezed).items() if getattr(numbers, k) is None})
     slow = LoaderCurve((CurvePoint(0, 10, 1.0, 10.0), CurvePoint(1, 10, 1.0, 22.5)), cpus=2, batch_size=64,

@@ -130,6 +130,10 @@ def test_a_compute_heavy_step_with_a_small_wait_is_never_called_loader_bound(tmp
     numbers, text = report.advice.numbers, " ".join(report.advice.reasons)
     assert not numbers.loader_bound and "The loader is the bottleneck" not in text
     assert "not the bottleneck" in text and report.advice.num_workers == 0  # never more workers than it used
+    # ... and never fewer CPUs than it ran on: a CPU-only step computes on them (unseen u_4 was told 1 of its 2, and
+    # on one CPU its epoch ran 1.7x as long)
+    assert report.advice.cpus_per_task == report.facts.cpus, (report.advice.cpus_per_task, report.facts.cpus)
+    assert ("cpu_step_keeps_cpus" in report.advice.fired_rules) == (report.facts.cpus > 1)
     assert numbers.untraced_step_ms and numbers.traced_step_ms  # the report shows what tracing cost
     traced = json.loads((tmp_path / "heavy_step.loaders.json").read_text())["trials"]["traced"]
     assert numbers.traced_step_ms == pytest.approx(1e3 * traced["seconds"] / traced["steps"])  # the hook's clock
