@@ -206,6 +206,17 @@ def sixth_argument(where: str, root: str = ".") -> str | None:
         if calls else None
 
 
+def workers_assigned(files: Sequence[str], root: str = ".") -> tuple[str, str | None] | None:
+    """A count set on the loader after it is built (`loader.num_workers = args.workers`: unseen u_6), as the edit of
+    that line with {n} for the count and the source it is given where not a number: the DataLoader's own line builds
+    it with none, so `persistent_workers=True` there raises (and torch refuses to set it afterwards)."""
+    found = [(f"{shown(f'{file}:{n.lineno}', root)}  {ast.unparse(n.targets[0])} = {{n}}", n.value)
+             for file in dict.fromkeys(Path(root, f).resolve() for f in files if f) for n in script_nodes(file)
+             if isinstance(n, ast.Assign) and [getattr(t, "attr", "") for t in n.targets] == ["num_workers"]]
+    return (found[0][0], None if type(found[0][1]) is ast.Constant else ast.unparse(found[0][1])) \
+        if len(found) == 1 else None
+
+
 def turned_off(where: str, key: str, root: str = ".") -> bool:
     """The call at `where` (file:line) sets `key` to False in so many words: a reason of its own, which an edit keeps
     (`persistent_workers=False`: a dataset told its epoch, persistent workers keep epoch 0: unseen l_2)."""

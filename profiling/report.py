@@ -17,8 +17,8 @@ from profiling.argv import shown
 from profiling.capture import loader_for_loop, read_loaders, read_trials
 from profiling.curve import read_curve
 from profiling.lprof import load_lprof
-from profiling.precheck import (flag_choices, sixth_argument, takes_metrics_json, worker_flag, workers_from_slurm,
-                                workers_given, workers_set_at)
+from profiling.precheck import (flag_choices, sixth_argument, takes_metrics_json, worker_flag, workers_assigned,
+                                workers_from_slurm, workers_given, workers_set_at)
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
 from profiling.records import ProfileError, Report
 from profiling.render import render
@@ -150,14 +150,17 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     script = Path(cwd, argv[0]).resolve() if argv and isinstance(argv[0], str) else None
     if script is not None and script.is_file():  # the edits in its terms: its flag, or its DataLoader's line
         given, by_cpu, spread = workers_given(facts.loader_at or "?", cwd, facts.loader_call)
+        loader_file = (facts.loader_at or "").rpartition(":")[0]
+        after = workers_assigned([str(script), loader_file], cwd)  # `loader.num_workers = ...` once built
+        given = given or (after and after[1])
         own_line = facts.loader_at and not facts.loader_built_by and not given  # sets none, or a number (n_5)
         flag = None if own_line else worker_flag(script, argv[1:], given)
-        loader_file = (facts.loader_at or "").rpartition(":")[0]
         slurm = None if flag or own_line else workers_from_slurm([str(script), loader_file], cwd)
         facts = replace(facts, workers_flag=flag, kit_script=is_kit_script(script), by_cpu_count=by_cpu,
                         workers_given=given, loader_kwargs=spread, workers_from_slurm=slurm,
                         workers_set_at=None if flag or slurm else workers_set_at(script, given, argv[1:], cwd)
-                        or sixth_argument(facts.loader_at or "?", cwd))
+                        or (after and after[0]) or sixth_argument(facts.loader_at or "?", cwd),
+                        persistent_workers=False if after else facts.persistent_workers)
     notes += [f"persistent_workers is not advised: {facts.epoch_told} tells the dataset its epoch in the main process, "
               "and persistent workers, forked once, would keep their first copy of it"] if facts.epoch_told else []
     notes += [f"{facts.workers_from_slurm} sets the worker count from SLURM_CPUS_PER_TASK: the #SBATCH line sets it, "

@@ -640,6 +640,27 @@ def test_a_count_given_as_the_sixth_argument_is_edited_by_its_option_and_the_edi
     assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
 
 
+def test_a_count_set_on_the_loader_after_it_is_built_is_edited_there_and_never_with_persistent_workers(tmp_path, repo):
+    """`loader.num_workers = args.workers` after a helper built it with none (unseen u_6): the edit put
+    `persistent_workers=True` on the helper's `num_workers=0` line, a ValueError when run. The count's own source is
+    the edit (its option, or the assignment's line), and no persistent_workers edit is given."""
+    script = OWN / "workers_set_after.py"
+    report = profiled_report(repo, tmp_path, script, "--try-workers", "off", "--formats", "text")
+    edits = script_edits(replace(report.advice.numbers, num_workers=2, current_workers=1, workers_known=True),
+                         report.facts)
+    assert edits == ["--workers 2"], edits
+    done = subprocess.run([sys.executable, str(script), "--workers", "2", "--epochs", "1"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "workers 2" in done.stdout, done.stderr
+    constant = tmp_path / "constant" / script.name  # a number there: that line is the edit
+    constant.parent.mkdir()
+    constant.write_text(script.read_text().replace("num_workers = args.workers", "num_workers = 1"))
+    report = profiled_report(repo, constant.parent, constant, "--try-workers", "off", "--formats", "text")
+    edits = script_edits(replace(report.advice.numbers, num_workers=2, current_workers=1, workers_known=True),
+                         report.facts)
+    assert edits == [f"{constant.name}:{line_of(constant, 'loader.num_workers = 1')}  loader.num_workers = 2"], edits
+
+
 def test_an_advised_count_outside_the_options_choices_is_noted_with_where_to_widen_them(tmp_path, repo, monkeypatch):
     """`--workers` with `choices=range(0, 9)` (unseen s_6): argparse refuses `--workers 15`, which a 16-CPU job would
     be told. The choices are read (a range or a list of numbers) and a count outside them is noted first."""
