@@ -267,9 +267,11 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
         found = [(f, i, line) for f in files if (f == script or f.suffix in (".json", ".yaml", ".yml", ".toml"))
                  and os.access(f, os.R_OK) and os.path.isfile(f)
                  for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
-                 if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)]
+                 if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)
+                 or re.search(rf"['\"]{name[1]}['\"]\s*:\s*\d+\s*[,}}]", line)]  # or a key in a dict's line (u_5)
         for file, i, line in found if len(found) == 1 else ():
-            return f"{shown(f'{file}:{i}', root)}  " + re.sub(r"(?<=[:=])(\s*)\d+", r"\g<1>{n}", line.strip(), 1)
+            return f"{shown(f'{file}:{i}', root)}  " + re.sub(rf"({name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*)\d+",
+                                                              r"\g<1>{n}", line.strip(), 1)
     return None
 
 

@@ -573,6 +573,18 @@ def test_the_edit_sets_the_count_where_the_script_takes_it_from(tmp_path, repo, 
     assert f"persistent_workers={facts.workers_given} > 0" in edits[-1]  # safe if the setting is 0 again
 
 
+def test_a_count_that_is_one_key_of_a_dicts_line_is_edited_on_that_line(tmp_path):
+    """`CONFIG = {"data": {"n": 1000, "workers": 0, "vocab": 500}, ...}`, overridden by `--set data.workers=2` (unseen
+    u_5): the count was hard-coded on the DataLoader's line, leaving the config and its override dead."""
+    script = tmp_path / "nested.py"
+    script.write_text('CONFIG = {\n    "data": {"n": 1000, "batch_size": 20, "workers": 0, "vocab": 500},\n'
+                      '    "optim": {"lr": 3e-3, "workers_note": "none"},\n}\n')
+    assert workers_set_at(script, 'cfg["data"]["workers"]', root=str(tmp_path)) == \
+        'nested.py:2  "data": {"n": 1000, "batch_size": 20, "workers": {n}, "vocab": 500},'
+    script.write_text('A = {"workers": 0}\nB = {"workers": 2}\n')  # two: no one place to edit
+    assert workers_set_at(script, 'cfg["workers"]', root=str(tmp_path)) is None
+
+
 def test_a_count_a_call_passes_is_edited_there_not_at_the_default_it_overrides(tmp_path, repo):
     """`TrainingArguments(..., dataloader_num_workers=0, ...)` in main(), beside the dataclass's default: the edit went
     to the default, which the call overrides, so the next run started 0 workers again (unseen o_4)."""
