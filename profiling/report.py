@@ -83,7 +83,7 @@ def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, s
     """What the run's other DataLoaders cost, where the advice cannot see it: the tried loader built anew (so never
     tried), loaders zipped with it (tried and edited on it alone), and loaders that restart their workers each pass."""
     at = (loader or {}).get("built_at")
-    built = sum(e.get("built_at") == at for e in loaders) if at else 0
+    built = sum(e.get("built_at") == at and e.get("dataset") == loader.get("dataset") for e in loaders) if at else 0
     each = status == "tried" or (loader or {}).get("epochs", 1) >= 2  # each for epochs of its own (t_5: a round)
     notes = [f"the DataLoader at {at} was built {built} times" + (
         " (a fold, a stage, a round or a run each, say): worker counts are tried in the first one only" if each

@@ -635,6 +635,10 @@ def test_loader_notes_name_each_other_loader_once_and_only_when_it_costs():
     assert "tried in the first one only" in loader_notes(again, train, "too short to try worker counts")[0]
     once = [{**train, "epochs": 1}, {**train, "epochs": 1}]
     assert loader_notes(once, once[0], "traced only")[0].endswith("Build it once, before the epoch loop")
+    # two datasets' loaders from one helper's line (`make_loader("rendered", Rendered())`, chained: unseen u_3) are two
+    # loaders, not one built twice
+    assert loader_notes([{**once[0], "dataset": "Synthetic"}, {**once[1], "dataset": "Rendered"}],
+                        {**once[0], "dataset": "Synthetic"}, "traced only") == []
     # a second stage's training loop (unseen i_2), which waited 87 % of its steps: named once, as nothing covers it
     stage = {"built_at": "t.py:40", "iterated_at": "t.py:45", "batches": 240, "epochs": 3, "num_workers": 1,
              "persistent_workers": True, "shuffles": True, "loop_seconds": 7.39, "loop_wait_seconds": 6.44}

@@ -257,6 +257,19 @@ def test_the_training_loader_is_the_first_that_shuffles_when_one_that_does_not_c
     assert not trials.is_training(train) and trials.is_training(first)
 
 
+def test_a_loader_of_another_dataset_from_the_same_line_is_not_the_training_loader_built_anew():
+    """A helper's line builds a loader for each of two datasets, chained in one loop (unseen u_3): the second is
+    another loader, not the first built anew, which stopped tracing and said "built anew every epoch"."""
+    first = {"built_at": "t.py:9", "shuffles": True, "dataset": "Synthetic", "batches": 10, "epoch_batches": 10,
+             "epochs": 1, "iterated_at": "t.py:20"}
+    for dataset, rebuilt in (("Rendered", False), ("Synthetic", True)):
+        trials = Trials()
+        assert trials.is_training(first)
+        assert trials.iterator(None, {**first, "dataset": dataset, "batches": 0}, lambda loader: "own", "t.py:20") \
+            == "own"
+        assert (trials.rebuilt, trials.tracing) == (rebuilt, not rebuilt), dataset
+
+
 def test_a_segment_times_whole_rounds_of_its_workers(monkeypatch):
     """k workers started together hand over their batches in bursts of about k: a segment ends only after
     a whole number of rounds of them (and MIN_TIMED batches), so no phase of a burst is timed alone."""
