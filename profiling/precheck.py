@@ -263,12 +263,14 @@ def workers_set_at(script: Path, given: str | None, args: Sequence[str] = (), ro
         return f"{shown(f'{script}:{defaults[0][1]}', root)}  def {defaults[0][0]}(..., {given}={{n}}, ...)"
     given_files = [Path(root, a.partition("=")[2] or a) for a in args]  # `--config x.yaml` and `--config=x.yaml`
     beside = (f for f in script.parent.glob("*") if f.name in text)  # listed only when reached: most runs never
+    keyed = {v.lineno for n in nodes if isinstance(n, ast.Dict) for k, v in zip(n.keys, n.values)  # a key in a dict's
+             if name and getattr(k, "value", None) == name[1] and type(getattr(v, "value", None)) is int}  # line: u_5
     for files in ([script], given_files, beside) if name else ():  # the script's own line, a file given, one it names
         found = [(f, i, line) for f in files if (f == script or f.suffix in (".json", ".yaml", ".yml", ".toml"))
                  and os.access(f, os.R_OK) and os.path.isfile(f)
                  for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
                  if re.match(rf"\s*['\"]?{name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*\d+\s*,?\s*(#.*)?$", line)
-                 or re.search(rf"['\"]{name[1]}['\"]\s*:\s*\d+\s*[,}}]", line)]  # or a key in a dict's line (u_5)
+                 or (i in keyed if f == script else re.search(rf"['\"]{name[1]}['\"]\s*:\s*\d+\s*[,}}]", line))]
         for file, i, line in found if len(found) == 1 else ():
             return f"{shown(f'{file}:{i}', root)}  " + re.sub(rf"({name[1]}['\"]?\s*(:\s*int\s*)?[:=]\s*)\d+",
                                                               r"\g<1>{n}", line.strip(), 1)

@@ -577,10 +577,11 @@ def test_a_count_that_is_one_key_of_a_dicts_line_is_edited_on_that_line(tmp_path
     """`CONFIG = {"data": {"n": 1000, "workers": 0, "vocab": 500}, ...}`, overridden by `--set data.workers=2` (unseen
     u_5): the count was hard-coded on the DataLoader's line, leaving the config and its override dead."""
     script = tmp_path / "nested.py"
-    script.write_text('CONFIG = {\n    "data": {"n": 1000, "batch_size": 20, "workers": 0, "vocab": 500},\n'
-                      '    "optim": {"lr": 3e-3, "workers_note": "none"},\n}\n')
+    script.write_text('"""Set `CONFIG = {"data": {"workers": 0, ...}}` with --set data.workers=2."""\nCONFIG = {\n'
+                      '    "data": {"n": 1000, "batch_size": 20, "workers": 0, "vocab": 500},\n'
+                      '    "optim": {"lr": 3e-3, "workers_note": "none"},\n}\n')  # (its docstring names the key too)
     assert workers_set_at(script, 'cfg["data"]["workers"]', root=str(tmp_path)) == \
-        'nested.py:2  "data": {"n": 1000, "batch_size": 20, "workers": {n}, "vocab": 500},'
+        'nested.py:3  "data": {"n": 1000, "batch_size": 20, "workers": {n}, "vocab": 500},'
     script.write_text('A = {"workers": 0}\nB = {"workers": 2}\n')  # two: no one place to edit
     assert workers_set_at(script, 'cfg["workers"]', root=str(tmp_path)) is None
 
