@@ -62,8 +62,9 @@ def test_the_persistent_edit_keeps_a_count_read_by_hand_and_runs_at_zero_workers
     kept = replace(report.advice.numbers, num_workers=1, current_workers=1, workers_known=True)
     by_global = replace(report.facts, workers_given="num_workers")  # `num_workers = 1` at module level (k_6)
     assert "persistent_workers=num_workers > 0" in script_edits(kept, by_global)[0]
-    more = replace(kept, num_workers=2)  # a new count on the line itself: a number, so True is right
-    assert script_edits(more, report.facts)[0].endswith("DataLoader(..., num_workers=2, persistent_workers=True)")
+    more = replace(kept, num_workers=2)  # a new count where the dict of defaults sets it (the key on a line of three)
+    assert script_edits(more, report.facts) == [
+        f'{script}:{line_of(script, "DEFAULTS = ")}  DEFAULTS = {{"workers": 2, "epochs": 3, "samples": 768}}', edit]
     source = script.read_text().replace('num_workers=cfg["workers"])', 'num_workers=cfg["workers"], '
                                         + edit.rpartition("..., ")[2])
     edited = tmp_path / "edited.py"
