@@ -94,9 +94,9 @@ def loader_notes(loaders: list[dict[str, Any]], loader: dict[str, Any] | None, s
         if e.get("built_at") != at and e.get("iterated_at") != (loader or {}).get("iterated_at") and e.get("shuffles"):
             wait, seconds = waits.get((e["iterated_at"], e["built_at"]), (0.0, 0.0))
             waits[e["iterated_at"], e["built_at"]] = (wait + e["loop_wait_seconds"], seconds + e["loop_seconds"])
-    notes += [f"the loop at {loop} waited {100 * wait / seconds:.0f}% of each step for the DataLoader at {built}: "
+    notes += [f"the loop at {loop} waited {100 * wait / seconds:.0f}% of each step for the DataLoader at {line}: "
               "nothing was tried or edited there; profile that part alone"
-              for (loop, built), (wait, seconds) in waits.items() if seconds and wait >= LOADER_BOUND * seconds]
+              for (loop, line), (wait, seconds) in waits.items() if seconds and wait >= LOADER_BOUND * seconds]
     zipped = [e["built_at"] for e in loaders if loader and e.get("iterated_at") == loader.get("iterated_at") and
               e.get("built_at") != at and abs(e["batches"] - loader["batches"]) <= e["epochs"]]
     notes += [f"the loop at {loader['iterated_at']} also iterates the DataLoader at {' and '.join(zipped)} (zipped): "
@@ -191,10 +191,12 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [CUDA_CAVEAT] if facts.gpus >= 1 else []            # only a GPU run computes asynchronously
     notes += [WORKER_NOTE] if facts.num_workers != 0 else []     # only workers build batches out of sight
     advice = advise(loop, facts, curve=curve, trials=trials)
-    choices = flag_choices(script, facts.workers_flag, cwd) if script and facts.workers_flag else None
-    notes[:0] = [f"{facts.workers_flag} takes {choices[1][0]}-{choices[1][-1]} only (its choices, {choices[0]}): "
-                 f"widen them to give it {advice.num_workers}"] if choices and advice.num_workers is not None \
-        and advice.num_workers not in choices[1] else []
+    at, allowed = (script and facts.workers_flag and flag_choices(script, facts.workers_flag, cwd)) or ("", [])
+    if allowed and advice.num_workers not in (None, *allowed):  # argparse would refuse the edit
+        whole = allowed == list(range(allowed[0], allowed[-1] + 1))  # 0-8, else each: 0, 1, 2, 4
+        span = f"{allowed[0]}-{allowed[-1]}" if whole else ", ".join(map(str, allowed))
+        notes.insert(0, f"{facts.workers_flag} takes {span} only (its choices, {at}): widen them to give it "
+                        f"{advice.num_workers}")
     return Report(lprof_path=lprof_path, lines=table, phases=phases, facts=facts, advice=advice, notes=notes,
                   meta=meta, samples=samples, loop=loop, curve=curve)
 

@@ -693,6 +693,8 @@ def test_an_advised_count_outside_the_options_choices_is_noted_with_where_to_wid
     notes = build_report(lprof).notes
     assert notes[0] == f"--workers takes 0-2 only (its choices, {at.replace(str(script.parent) + '/', '')}): widen " \
                        "them to give it 15", notes
+    script.write_text(script.read_text().replace("choices=range(3)", "choices=[0, 1, 2, 4]"))  # not a span: listed
+    assert build_report(lprof).notes[0].startswith("--workers takes 0, 1, 2, 4 only (its choices, "), notes
 
 
 @pytest.mark.parametrize("name, before, edit, applied", [
