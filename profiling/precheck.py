@@ -195,12 +195,17 @@ def workers_given(where: str, root: str = ".", call: str = "DataLoader") -> tupl
         CPU_COUNT.search(ast.unparse(v)) or isinstance(v, ast.Name) and v.id in named for v in given), spread
 
 
+def calls_at(where: str, root: str = ".") -> list[ast.Call]:
+    """The calls on the line `where` names (file:line); none where capture could not tell ("?")."""
+    file, _, line = where.rpartition(":")
+    return [n for n in script_nodes(Path(root, file)) if isinstance(n, ast.Call) and f"{n.lineno}" == line] \
+        if line.isdigit() else []
+
+
 def sixth_argument(where: str, root: str = ".") -> str | None:
     """The edit of a count given as a number in a DataLoader's sixth place (`DataLoader(ds, 64, True, None, None, 4)`),
     with {n} for the count: a `num_workers=` beside it gives the count twice, a TypeError (unseen r_5's style)."""
-    file, _, line = where.rpartition(":")
-    calls = [n for n in (script_nodes(Path(root, file)) if line.isdigit() else ()) if isinstance(n, ast.Call)
-             and f"{n.lineno}" == line and ast.unparse(n.func).endswith("DataLoader") and len(n.args) > 5
+    calls = [n for n in calls_at(where, root) if ast.unparse(n.func).endswith("DataLoader") and len(n.args) > 5
              and type(n.args[5]) is ast.Constant]
     return f"{where}  {ast.unparse(calls[0].func)}({', '.join(map(ast.unparse, calls[0].args[:5]))}, {{n}}, ...)" \
         if calls else None
@@ -220,10 +225,8 @@ def workers_assigned(files: Sequence[str], root: str = ".") -> tuple[str, str | 
 def turned_off(where: str, key: str, root: str = ".") -> bool:
     """The call at `where` (file:line) sets `key` to False in so many words: a reason of its own, which an edit keeps
     (`persistent_workers=False`: a dataset told its epoch, persistent workers keep epoch 0: unseen l_2)."""
-    file, _, line = where.rpartition(":")
-    return line.isdigit() and any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False
-                                  for n in script_nodes(Path(root, file))
-                                  if isinstance(n, ast.Call) and n.lineno == int(line) for k in n.keywords)
+    return any(k.arg == key and isinstance(k.value, ast.Constant) and k.value.value is False
+               for n in calls_at(where, root) for k in n.keywords)
 
 
 def epoch_told(where: str, root: str = ".") -> str | None:
