@@ -53,7 +53,7 @@ class Capture:
         self._skip = {os.path.dirname(os.path.abspath(path)) for path in (__file__, tracer and tracer.origin) if path}
         self.own = {name.partition(".")[0] for name in own.split(",") if name}  # `run --module`: OWN_VAR
 
-    def caller(self, loader: Any = None) -> tuple[str, str, Any]:
+    def caller(self, loader: Any) -> tuple[str, str, Any]:
         """file:line of the script's own frame, the first outside torch, this module and installed packages (Lightning
         wraps DataLoader.__init__ and iterates in its trainer, both called from the script's lines), else of the first
         outside torch and this module; and of the installed frame the script called (the framework that built it).
@@ -61,8 +61,8 @@ class Capture:
         frame, first, called = sys._getframe(1), None, None  # this module's own frames are skipped below
         while frame is not None:
             name = os.path.abspath(frame.f_code.co_filename)
-            if not any(name.startswith(skip + os.sep) for skip in self._skip) and (
-                    loader is None or frame.f_locals.get("self") is not loader):
+            skipped = any(name.startswith(skip + os.sep) for skip in self._skip)
+            if not skipped and frame.f_locals.get("self") is not loader:
                 here = f"{frame.f_code.co_filename}:{frame.f_lineno}"
                 mine = str(frame.f_globals.get("__name__")).partition(".")[0] in self.own  # `run --module` code
                 if mine or not INSTALLED.intersection(Path(name).parts):
@@ -92,24 +92,23 @@ class Capture:
         entry["epochs"] += 1
         return entry
 
-    def batch(self, entry: dict[str, Any], iterator: Any = None, asked: float | None = None) -> float:
-        """Count one batch; after `max_batches` of one loader, stop the script (exit 0). With the iterator and when the
-        loop `asked`, also time the step and its wait (each epoch's first batch left out: step - wait is compute): every
-        loader's wait at the loop's line since this one's last batch, as `zip(labelled, unlabelled)` waits on both."""
+    def batch(self, entry: dict[str, Any], iterator: Any, asked: float) -> float:
+        """Count one batch the loop `asked` for at `asked`; after `max_batches` of one loader, stop the script (exit 0).
+        Also time the step and its wait (each epoch's first batch left out: step - wait is compute): every loader's
+        wait at the loop's line since this one's last batch, as `zip(labelled, unlabelled)` waits on both."""
         now, line = time.perf_counter(), entry["iterated_at"]
-        self.waited[line] = self.waited.get(line, 0.0) + (0.0 if asked is None else now - asked)
+        self.waited[line] = self.waited.get(line, 0.0) + now - asked
         previous, mark = getattr(iterator, "_dlprof_last", None), getattr(iterator, "_dlprof_mark", 0.0)
         wait = self.waited[line] - mark
+        step = None if previous is None else now - previous
         if self.trials is not None:
-            step = None if previous is None or asked is None else now - previous
             self.trials.batch(entry, step, None if step is None else wait)
-        if previous is not None and asked is not None:
+        if step is not None:
             entry["loop_steps"] += 1
-            entry["loop_seconds"] += now - previous
+            entry["loop_seconds"] += step
             entry["loop_wait_seconds"] += wait
-        if iterator is not None:
-            object.__setattr__(iterator, "_dlprof_last", now)
-            object.__setattr__(iterator, "_dlprof_mark", self.waited[line])
+        object.__setattr__(iterator, "_dlprof_last", now)
+        object.__setattr__(iterator, "_dlprof_mark", self.waited[line])
         entry["batches"] += 1
         if entry["first_batch_s"] is None:
             entry["first_batch_s"] = now

@@ -28,11 +28,9 @@ def compare_phases(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFr
     """Join two phase tables; returns (table with `overall` last, the unit compared)."""
     per_batch = _per_batch_known(before) and _per_batch_known(after)
     column, unit = ("per_batch_ms", "ms per batch") if per_batch else ("seconds", "seconds")
-    b, a = before.set_index("phase")[column], after.set_index("phase")[column]
-    order = [p for p in PHASES if p in b.index or p in a.index]
-    order += sorted((set(b.index) | set(a.index)) - set(order))
-    table = pd.DataFrame({"phase": order, "before": [float(b.get(p, 0.0)) for p in order],
-                          "after": [float(a.get(p, 0.0)) for p in order]})
+    table = pd.DataFrame({"before": before.set_index("phase")[column], "after": after.set_index("phase")[column]})
+    order = [p for p in PHASES if p in table.index] + sorted(set(table.index) - set(PHASES))
+    table = table.reindex(order).fillna(0.0).astype(float).rename_axis("phase").reset_index()
     table = table[(table["before"] > 0) | (table["after"] > 0)]
     overall = pd.DataFrame({"phase": ["overall"], "before": [table["before"].sum()], "after": [table["after"].sum()]})
     table = pd.concat([table, overall], ignore_index=True)
@@ -50,8 +48,7 @@ def format_text(table: pd.DataFrame, unit: str, before: Path, after: Path) -> st
 def plot_compare(table: pd.DataFrame, unit: str, path: Path) -> Path:
     """Paired bars per phase, each pair labelled with its speedup."""
     rows = table.iloc[::-1].reset_index(drop=True)
-    fig = new_figure(9, 0.6 * len(rows) + 1.5)
-    ax = fig.add_subplot()
+    ax = new_figure(9, 0.6 * len(rows) + 1.5).add_subplot()
     y = range(len(rows))
     ax.barh([i + 0.2 for i in y], rows["before"], height=0.4, color="#bbbbbb", label="before")
     ax.barh([i - 0.2 for i in y], rows["after"], height=0.4,
@@ -61,7 +58,7 @@ def plot_compare(table: pd.DataFrame, unit: str, path: Path) -> Path:
     ax.set_yticks(list(y), rows["phase"])
     ax.set(xlabel=unit, title="Before vs after, by phase (label: speedup)", xmargin=0.15)
     ax.legend(fontsize=8, loc="lower right")
-    fig.savefig(path)
+    ax.figure.savefig(path)
     return path
 
 

@@ -28,7 +28,7 @@ def new_figure(width: float, height: float, layout: str | None = "constrained") 
     return fig
 
 
-def _save(fig: Figure, path: Path, hspace: float = 0.15) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     """Margins sized from the measured texts at the figure's edges, so nothing clips whatever the labels or fonts (the
     draw reuses the measurements). PNG compression level 1: lossless, ~10 ms less a figure, files ~20 % bigger."""
     renderer = fig.canvas.get_renderer()
@@ -46,7 +46,7 @@ def _save(fig: Figure, path: Path, hspace: float = 0.15) -> Path:
     width, height = fig.bbox.size
     fig.subplots_adjust(left=(left + pad + gap) / width, right=1 - (extent(xticks, 0) / 2 + gap) / width,
                         bottom=(bottom + pad + gap) / height, top=1 - (extent([first.title], 1) + pad) / height,
-                        hspace=hspace)
+                        hspace=0.15)
     fig.savefig(path, pil_kwargs={"compress_level": 1})
     return path
 
@@ -56,12 +56,11 @@ def _short(text: str, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def plot_lines(lines: pd.DataFrame, path: Path, top: int = TOP_LINES) -> Path:
+def plot_lines(lines: pd.DataFrame, path: Path) -> Path:
     """Horizontal bars of the slowest lines, coloured by phase (lines under 0.1 % of the time left out)."""
     visible = lines[lines["seconds"] >= 0.001 * lines["seconds"].sum()]
-    rows = visible.sort_values("seconds", ascending=False).head(top).iloc[::-1]
-    fig = new_figure(10, 0.45 * max(len(rows), 3) + 1.2, layout=None)
-    ax = fig.add_subplot()
+    rows = visible.sort_values("seconds", ascending=False).head(TOP_LINES).iloc[::-1]
+    ax = new_figure(10, 0.45 * max(len(rows), 3) + 1.2, layout=None).add_subplot()
     labels = [f"{r.function}:{r.line}  {_short(r.source)}" for r in rows.itertuples()]
     colours = [PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]]
     ax.barh(range(len(rows)), rows["seconds"], color=colours)
@@ -69,25 +68,23 @@ def plot_lines(lines: pd.DataFrame, path: Path, top: int = TOP_LINES) -> Path:
     ax.set(xlabel="seconds (main process)", title=f"Time per line (top {len(rows)})")
     shown = [p for p in PHASES if p in set(rows["phase"])]
     ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in shown], fontsize=8, loc="lower right")
-    return _save(fig, path)
+    return _save(ax.figure, path)
 
 
 def plot_phases(phases: pd.DataFrame, path: Path) -> Path:
     """Seconds per phase, each bar labelled with its share of the profiled time."""
     rows = phases[phases["seconds"] > 0].iloc[::-1]
-    fig = new_figure(8, 0.5 * max(len(rows), 3) + 1.2, layout=None)
-    ax = fig.add_subplot()
+    ax = new_figure(8, 0.5 * max(len(rows), 3) + 1.2, layout=None).add_subplot()
     ax.barh(rows["phase"], rows["seconds"], color=[PHASE_COLOURS.get(p, PHASE_COLOURS["other"]) for p in rows["phase"]])
     for y, (sec, pct) in enumerate(zip(rows["seconds"], rows["pct"])):
         ax.annotate(f" {pct:.1f} %", (sec, y), va="center", fontsize=9)
     ax.set(xlabel="seconds", title="Where the training loop's time went, by phase", xmargin=0.15)
-    return _save(fig, path)
+    return _save(ax.figure, path)
 
 
 def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
     """Utilisation (top) and memory (bottom) over time, one line per device."""
-    fig = new_figure(10, 6, layout=None)
-    util_ax, mem_ax = fig.subplots(2, 1, sharex=True)
+    util_ax, mem_ax = new_figure(10, 6, layout=None).subplots(2, 1, sharex=True)
     for device, rows in samples.groupby("device", sort=True):
         label = "CPU (% of the job's cores)" if device == "cpu" else f"{device.upper()} (%)"
         util_ax.plot(rows["time_s"], rows["util_pct"], marker=".", label=label)
@@ -97,14 +94,13 @@ def plot_utilisation(samples: pd.DataFrame, path: Path) -> Path:
     util_ax.legend(fontsize=8)
     mem_ax.set(ylabel="MiB", xlabel="seconds since start")
     mem_ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _save(mem_ax.figure, path)
 
 
 def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = None) -> Path:
     """Batches/s against num_workers; with the advice's numbers, the compute rate, target and chosen k marked."""
     points = sorted(curve.points, key=lambda p: p.workers)
-    fig = new_figure(7, 4, layout=None)
-    ax = fig.add_subplot()
+    ax = new_figure(7, 4, layout=None).add_subplot()
     ax.plot([p.workers for p in points], [p.batches_per_s for p in points], marker="o", color="#1f77b4",
             label=f"loader, {curve_timing(curve.hold_ms)}, on {curve.cpus} CPU(s)")
     if numbers is not None and numbers.compute_rate:
@@ -118,7 +114,7 @@ def plot_curve(curve: LoaderCurve, path: Path, numbers: AdviceNumbers | None = N
     ax.set(xticks=[p.workers for p in points], xlabel="num_workers", ylabel="batches / s", ylim=(0, None))
     ax.set_title(f"DataLoader throughput ({curve.where or 'the script loader'})", fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, path)
+    return _save(ax.figure, path)
 
 
 def write_plots(report: Report, out_dir: Path, stem: str) -> list[Path]:

@@ -14,8 +14,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from collections.abc import Sequence
+from contextlib import nullcontext, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -81,7 +81,7 @@ def run_profiled(args: argparse.Namespace, out_dir: Path) -> tuple[int, dict, Sa
     started = datetime.now(timezone.utc)
     meta.update(line_profiler_core=child_env["LINE_PROFILER_CORE"], start_time=started.isoformat(timespec="seconds"))
     sampler = None
-    with _signals_noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
+    with Noted() as noted, subprocess.Popen(meta["command"], env=child_env) as child:
         noted.attach(child)
         threading.Thread(target=_import_report_modules, daemon=True).start()
         try:
@@ -129,9 +129,20 @@ PASSED_ON = (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)  # what a batch scr
 
 class Noted(list):
     """The signals `run` heard while the script ran. A terminal's Ctrl-C reaches the child too (our process group);
-    the others, sent to `run` alone (`kill -USR1 $PID` in a batch script), are passed on to it, as if it ran plain."""
+    the others, sent to `run` alone (`kill -USR1 $PID` in a batch script), are passed on to it, as if it ran plain.
+    While the child runs (`with Noted()`), a SIGINT is noted, as a shell does, and the others passed on: raised here,
+    any of them could land around the wait and lose the report (`run` died of SIGUSR1 and left its child training,
+    unreported)."""
 
     child: subprocess.Popen | None = None
+
+    def __enter__(self) -> Noted:
+        self.previous = {signum: signal.signal(signum, self.hear) for signum in (signal.SIGINT, *PASSED_ON)}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
 
     def hear(self, signum: int, frame: object) -> None:
         self.append(signum)
@@ -146,19 +157,6 @@ class Noted(list):
             if signum != signal.SIGINT:
                 child.send_signal(signum)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)
-
-
-@contextmanager
-def _signals_noted() -> Iterator[Noted]:
-    """While the child runs, note a SIGINT, as a shell does, and pass the others on: raised here, any of them could
-    land around the wait and lose the report (`run` died of SIGUSR1 and left its child training, unreported)."""
-    noted = Noted()
-    previous = {signum: signal.signal(signum, noted.hear) for signum in (signal.SIGINT, *PASSED_ON)}
-    try:
-        yield noted
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def _exit_code(code: int, noted: list[int]) -> int:

@@ -113,8 +113,7 @@ def result_row(s: Setting, cpus: int, status: str, detail: str) -> dict:
             compute, wait = loop_times(s.metrics)
         except (OSError, ValueError, KeyError) as err:
             status, detail = "failed", f"no usable metrics in {s.metrics}: {err}"
-    return {"workers": s.workers, "cpus": cpus, "images_per_sec": ips, "epoch_seconds": epoch,
-            "compute_ms": compute, "wait_ms": wait, "status": status, "detail": detail}
+    return dict(zip(RESULT_COLUMNS, (s.workers, cpus, ips, epoch, compute, wait, status, detail)))
 
 
 def run_local(settings: list[Setting], runs_csv: Path | None = None) -> list[dict]:
@@ -157,7 +156,7 @@ def median_of_repeats(rows: list[dict]) -> pd.DataFrame:
         if len(ok) > 1:
             row["detail"] = f"median of {len(ok)} runs; first: {row['detail']}"
         kept.append(row)
-    return pd.DataFrame(kept, columns=list(RESULT_COLUMNS)).reset_index(drop=True)
+    return pd.DataFrame(kept, columns=list(RESULT_COLUMNS))
 
 
 def repeat_spread(rows: list[dict]) -> str:
@@ -197,9 +196,9 @@ def summary(results: pd.DataFrame, knee: int | None, advice: int | None, advice_
         return "\n".join([*lines, "knee: none (no setting produced a throughput)"]) + "\n"
     best_w = int(shown.loc[shown["images_per_sec"].idxmax(), "workers"])
     knee_cpus = int(shown.loc[shown["workers"] == knee, "cpus"].iloc[0])
-    lines.append(f"best: num_workers={best_w} at {best:.1f} images/s")
-    lines.append(f"knee: num_workers={knee} (the fewest workers within {KNEE_TOLERANCE:.0%} of the best), "
-                 f"run with --cpus-per-task={knee_cpus}")
+    lines += [f"best: num_workers={best_w} at {best:.1f} images/s",
+              f"knee: num_workers={knee} (the fewest workers within {KNEE_TOLERANCE:.0%} of the best), "
+              f"run with --cpus-per-task={knee_cpus}"]
     if advice is None:
         lines.append(advice_source if advice_source.startswith("no advice") else "model advice: none given")
     else:
@@ -225,8 +224,7 @@ def compute_drift(results: pd.DataFrame, knee: int) -> list[str]:
 def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path: Path) -> Path:
     """Throughput against workers, with the 5 % band, the knee and the advice marked."""
     ok = results.dropna(subset=["images_per_sec"])
-    fig = new_figure(8, 4.5)
-    ax = fig.add_subplot()
+    ax = new_figure(8, 4.5).add_subplot()
     ax.plot(ok["workers"], ok["images_per_sec"], marker="o", color="#1f77b4", label="measured")
     if len(ok):
         best = ok["images_per_sec"].max()
@@ -240,7 +238,7 @@ def plot_sweep(results: pd.DataFrame, knee: int | None, advice: int | None, path
            xlabel="num_workers (cpus_per_task = workers + the main process's CPUs)", ylabel="training images / s",
            title="DataLoader workers sweep")
     ax.legend(fontsize=8, loc="lower right")
-    fig.savefig(path)
+    ax.figure.savefig(path)
     return path
 
 

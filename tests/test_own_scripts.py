@@ -142,6 +142,9 @@ def test_a_loop_at_module_level_is_timed_through_its_dataloader_not_refused(tmp_
     assert report.loop is not None and (report.loop.header_line, report.loop.function) == (31, "")
     assert report.advice.num_workers is not None and report.advice.numbers.basis == "tried", report.advice
     assert any("module_level_tutorial.py:31 was timed through its DataLoader" in note for note in report.notes)
+    # its phase table has the profiled functions' lines only, no data-wait row: the title says whose lines (unseen v_2
+    # read "Phases:" with forward, loss and other beside a header that said the loop waited 94 % of each step)
+    assert "Phases of the profiled lines (the loop's own ran unprofiled: its wait is above):" in done.stdout
 
 
 def test_a_loop_timed_only_through_its_dataloader_falls_back_to_the_curve_when_too_short_to_try(tmp_path, repo):
@@ -413,14 +416,14 @@ def test_sigusr1_sent_to_run_reaches_the_script_which_stops_as_it_would_plain(tm
 def test_a_child_stopped_by_sigint_is_an_interruption_whenever_the_wrapper_hears_of_it():
     """CI once saw the child die of SIGINT (-2) before the wrapper's own SIGINT was handled: the
     wrapper then exited 254. The exit code must not depend on which process the signal hit first."""
-    from profiling.runner import EXIT_INTERRUPTED, EXIT_TERMINATED, _exit_code, _signals_noted
+    from profiling.runner import EXIT_INTERRUPTED, EXIT_TERMINATED, Noted, _exit_code
 
     assert _exit_code(-signal.SIGINT, []) == EXIT_INTERRUPTED  # the child re-raised it on its way out
     assert _exit_code(1, [signal.SIGINT]) == EXIT_INTERRUPTED  # kernprof caught it and chose 1
     assert _exit_code(3, []) == 3 and _exit_code(0, []) == 0
     assert _exit_code(-signal.SIGTERM, []) == _exit_code(EXIT_INTERRUPTED, [signal.SIGTERM]) == EXIT_TERMINATED
     assert _exit_code(-signal.SIGKILL, []) == 137  # as a shell says
-    with _signals_noted() as noted:
+    with Noted() as noted:
         os.kill(os.getpid(), signal.SIGINT)  # noted, not raised: the report still gets written
         time.sleep(0.05)
     assert noted == [signal.SIGINT]
