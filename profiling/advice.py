@@ -131,7 +131,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0), "tried_cpus": trials.get("cpus"),
             "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0,
-            "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps else ""}
+            "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps  # and
+            and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # fewer were no slower (v_5: 1 was 2x 2's)
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -191,11 +192,11 @@ RULES: tuple[Rule, ...] = (
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped and not n.zero_untried,
-         "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
+         "At every count tried on the {cpus} CPU(s) your run had, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
          "profile again."),
     Rule("capped_zero_untried", "advice", lambda n: n.basis == "tried" and n.capped and n.zero_untried,
-         "At every count tried, up to the most workers that {cpus} CPU(s) run beside the main process, your loop "
+         "At every count tried on the {cpus} CPU(s) your run had, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not tried, as your run had workers: on a "
          "CPU-only job the main process alone can be the fastest where a batch costs little to build, as it leaves "
          "the workers' CPUs to the step. Time it too (`python -m profiling run --try-workers {zero_untried} -- "
@@ -214,8 +215,9 @@ RULES: tuple[Rule, ...] = (
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say which is the fewest count within 5%. "
          "More epochs give each count more turns and a surer answer."),
     Rule("workers_changed", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
-         "While counts were tried, other workers built some batches: per-worker random augmentation, and so the "
-         "losses, may differ from a plain run's; the sampler's order and the batches of each epoch do not."),
+         "Counts were tried in DataLoaders of the profiler's own, so your loader's num_workers reads as it was; their "
+         "workers built some batches: per-worker random augmentation, and so the losses, may differ from a plain "
+         "run's; the sampler's order and the batches of each epoch do not."),
     Rule("zero_not_tried", "note", lambda n: n.zero_untried and not n.capped,
          "0 workers was not tried, as your run had workers. On a CPU-only job the main process alone, building each "
          "batch itself, can be the fastest where a batch costs little to build: it leaves the workers' CPUs to the "

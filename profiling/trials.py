@@ -17,8 +17,9 @@ import weakref
 from typing import Any
 
 from profiling import interrupts
-from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process, workers_for_cpus
-from profiling.turns import HANDOFF_MS, LOADER_BOUND, MIN_TIMED, mean_steps, out_of_the_running
+from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process
+from profiling.turns import (HANDOFF_MS, IDLE, LOADER_BOUND, MIN_TIMED, candidates, mean_steps, out_of_the_running,
+                             whole_rounds)
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -29,23 +30,7 @@ ROUNDS = 12        # at most this many rounds of turns, while two or more counts
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
 STARTS = 2.0  # a turn times at least STARTS x its workers' median start (spawn: about 5 s a start on an H200)
 NEAR = 2.0  # a turn within NEAR x of LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
-TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 NO_TIME = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}  # a timing before its first step (copied, never changed)
-
-
-def whole_rounds(timed: int, workers: int, before: int = 0) -> bool:
-    """At least MIN_TIMED timed batches (with those `before` an epoch's end cut the turn), a whole number of rounds of
-    the workers: started together, k workers hand batches over in bursts of about k (on an H100, 5 batches in a burst
-    of 14 timed 3.9 ms a step, the 71 after 9.6)."""
-    return timed + before >= MIN_TIMED and timed % max(workers, 1) == 0
-
-
-def candidates(own: int, cpus: int, gpus: int, pin: bool | None, asked: str) -> list[int]:
-    """The worker counts to try: those named, or the ladder within the job's CPUs, its top and the script's own."""
-    if asked not in ("", "auto"):
-        return sorted({int(k) for k in asked.split(",") if k.strip().isdigit()} | {own})
-    top = workers_for_cpus(cpus, gpus, pin)
-    return sorted({k for k in TRY_LADDER if k <= top} | {top, own} - ({0} if top > 0 and own > 0 else set()))
 
 
 class Trials:
@@ -152,7 +137,8 @@ class Trials:
         self.pin = bool(loader.pin_memory) and self.gpus > 0
         self.mask = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         self.threads = torch.get_num_threads()
-        self.settings = candidates(self.own, len(self.mask) if self.mask else 1, self.gpus, self.pin, self.asked)
+        idle = self.traced["wait_seconds"] >= IDLE * self.traced["seconds"] > 0  # a main process with a CPU to spare
+        self.settings = candidates(self.own, len(self.mask or ()) or 1, self.gpus, self.pin, self.asked, idle)
         self.queue = [self.own]  # the baseline: does the loader hold the loop back?
 
     def next_setting(self) -> int | None:

@@ -1,4 +1,5 @@
-"""What the timed turns say: each count's step and its noise, which counts stay in the running, and the advice.
+"""Which counts get turns, when a turn ends, and what the timed turns say: each count's step and its noise, which
+counts stay in the running, and the advice.
 
 Why apart from profiling/trials.py: pure functions on a run's numbers, which the report reads again from
 `<stem>.loaders.json` (profiling/advice.py) and the tests feed measured figures.
@@ -8,6 +9,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from profiling.cpu_rule import workers_for_cpus
+
 LOADER_BOUND = 0.05  # the loop waited this share of a step for data: the loader holds it back (trials and report),
 HANDOFF_MS = 0.5     # ... unless, with workers, a hand-over at most (H100: 0.20-0.42 ms; advice-v2-history.md)
 TURNS_FOR_SPREAD = 3  # with this many turns, a count's noise is the spread of its turns' means
@@ -16,6 +19,26 @@ PRUNE = 1.25       # after each round, settings timed in 2+ turns and slower tha
 PRUNE_FIRST = 2.0  # ... those timed in one turn only when slower than this x
 SURE = 2.0         # ... and, once timed in TURNS_FOR_SPREAD turns, those this many standard errors past TOLERANCE
 TOLERANCE = 0.05  # the advice: the fewest workers whose step is within this share of the best measured
+TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+FEW_WORKERS, IDLE = 4, 0.25  # one more worker than fit, where under 4 fit and the traced loop waited a quarter
+
+
+def whole_rounds(timed: int, workers: int, before: int = 0) -> bool:
+    """At least MIN_TIMED timed batches (with those `before` an epoch's end cut the turn), a whole number of rounds of
+    the workers: started together, k workers hand batches over in bursts of about k (on an H100, 5 batches in a burst
+    of 14 timed 3.9 ms a step, the 71 after 9.6)."""
+    return timed + before >= MIN_TIMED and timed % max(workers, 1) == 0
+
+
+def candidates(own: int, cpus: int, gpus: int, pin: bool | None, asked: str, idle: bool = False) -> list[int]:
+    """The worker counts to try: those named, or the ladder within the job's CPUs, its top, the script's own, and one
+    more where few fit and the traced loop sat `idle`: the main process's CPU is free while it waits (unseen u_1, v_4:
+    on 2 CPUs, 2 workers stepped twice as fast as 1)."""
+    if asked not in ("", "auto"):
+        return sorted({int(k) for k in asked.split(",") if k.strip().isdigit()} | {own})
+    top = workers_for_cpus(cpus, gpus, pin)
+    more = {top + 1} if idle and top < FEW_WORKERS else set()
+    return sorted({k for k in TRY_LADDER if k <= top} | more | {top, own} - ({0} if top > 0 and own > 0 else set()))
 
 
 def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE) -> int:

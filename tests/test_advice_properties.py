@@ -55,7 +55,8 @@ def check(numbers: AdviceNumbers) -> None:
         assert numbers.tolerance_pct == 5 and steps[numbers.num_workers] <= line  # the goal's own line, no wider
         assert all(steps[k] > line for k in steps if k < numbers.num_workers)
     if "capped_in_run" in fired or "capped_zero_untried" in fired:  # more CPUs: only where the most workers waited
-        assert ("capped_zero_untried" in fired) == (numbers.gpus == 0 and 0 not in numbers.tried)
+        fewest_fast = numbers.tried[min(numbers.tried)] <= line  # where fewer workers were slower, 0 is not named
+        assert ("capped_zero_untried" in fired) == (numbers.gpus == 0 and 0 not in numbers.tried and fewest_fast)
         assert numbers.loader_bound and max(numbers.tried) >= numbers.cpus - numbers.main_cpus
         assert numbers.tried_wait_pct >= 5
     if "capped_by_cpus" in fired or "no_room_for_spare" in fired:

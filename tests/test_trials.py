@@ -29,8 +29,8 @@ from profiling.records import JobFacts, LoopSummary
 from profiling.render import _advice_head, _loop_lines
 from profiling.report import build_report
 from profiling import trials as trials_module
-from profiling.trials import Segmented, Trials, candidates, whole_rounds
-from profiling.turns import fewest_within, measured_steps, out_of_the_running, step_noise
+from profiling.trials import Segmented, Trials
+from profiling.turns import candidates, fewest_within, measured_steps, out_of_the_running, step_noise, whole_rounds
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
 SLEEPY = OWN / "sleepy_epochs.py"
@@ -148,6 +148,11 @@ def test_the_candidates_stay_within_the_jobs_cpus_and_the_advice_is_the_fewest_w
     assert candidates(1, 16, 1, True, "auto") == [1, 2, 4, 6, 8, 12, 14]  # 16 CPUs less 2 for the main process
     assert candidates(0, 2, 0, None, "auto") == [0, 1]
     assert candidates(3, 2, 0, None, "1,2") == [1, 2, 3]
+    # a loop that sat idle a quarter of its step: one worker more than fit, on few CPUs only (its CPU is free meanwhile)
+    assert candidates(1, 2, 0, None, "auto", idle=True) == [1, 2]
+    assert candidates(0, 2, 0, None, "auto", idle=True) == [0, 1, 2]
+    assert candidates(1, 16, 1, True, "auto", idle=True) == [1, 2, 4, 6, 8, 12, 14]
+    assert candidates(1, 2, 1, True, "auto", idle=True) == [0, 1]  # a GPU job of 2 CPUs: 1 worker beside it, and 0
     assert fewest_within({2: 1.30, 6: 1.035, 8: 1.00, 12: 0.99}) == 6  # 1.035 is within 5 % of 0.99
     assert fewest_within({2: 1.30, 6: 1.045, 8: 1.00, 12: 0.99}) == 8  # 5.6 % behind is not
     # steps as on the H100's tiny_mlp run (4 workers 2.23 ms, 12 workers 2.12 ms, over some 50 steps each)
@@ -699,9 +704,14 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
     assert "fewest_within" not in said and "capped_in_run" not in said, said
     assert "--try-workers 0,1" in said["capped_zero_untried"] and "add CPUs" in said["capped_zero_untried"], said
     # the counts to time with 0 are those already tried too (unseen t_6 tried 1 and 2 and was told "0,2")
-    said, numbers = fired(2, {"1": one, "2": {"steps": 103, "seconds": 103 * 0.04, "wait_seconds": 103 * 0.033}})
+    said, numbers = fired(2, {"1": one, "2": {"steps": 103, "seconds": 103 * 0.0415, "wait_seconds": 103 * 0.033}})
     assert "--try-workers 0,1,2)" in said["capped_zero_untried"] and "count tried on 2 CPU(s)" in said[
         "capped_zero_untried"], said
+    # but where fewer workers were slower, none is slower still: 0 is not named (unseen v_5: 1 worker 120.6 ms a step,
+    # 2 workers 55.0 ms, and the report said to time 0 workers too)
+    said, numbers = fired(2, {"1": {"steps": 40, "seconds": 40 * 0.1206, "wait_seconds": 40 * 0.11}, "2": {
+        "steps": 40, "seconds": 40 * 0.0550, "wait_seconds": 40 * 0.044}})
+    assert numbers.num_workers == 2 and numbers.capped and not numbers.zero_untried and "capped_in_run" in said, said
     gpu = model_numbers(loop, JobFacts(cpus=2, gpus=1, num_workers=1), trials={
         "status": "tried", "own_workers": 1, "rounds": 1, "settings": {"1": one}})
     assert [r.name for r in RULES if r.when(gpu) and r.name.startswith("capped")] == ["capped_in_run"]
@@ -725,20 +735,26 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
 
 
 def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_cpus(tmp_path, repo):
-    """The same from a real CPU run held to two CPUs: 0 and 1 worker are all they hold, and each batch sleeps 40 ms
-    in the loader against a step of about a millisecond, so the loop waits at both counts by construction."""
+    """The same from a real CPU run held to two CPUs: 0 and 1 worker are all they hold beside the main process, and 2
+    share its CPU; each batch sleeps 40 ms in the loader against a step of about a millisecond, so the loop waits at
+    every count by construction."""
     two = ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:2])
     if len(two.split(",")) < 2:
         pytest.skip("needs two CPUs")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(PYTHONPATH=str(repo), OMP_NUM_THREADS="1")
     done = subprocess.run(["taskset", "-c", two, sys.executable, "-m", "profiling", "run", "--segment-seconds", "0.1",
-                           "--formats", "text", "--output-dir", str(tmp_path), "--", str(SLEEPY), "--epochs", "3",
+                           "--formats", "text", "--output-dir", str(tmp_path), "--", str(SLEEPY), "--epochs", "6",
                            "--items", "96", "--item-ms", "5"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     numbers = build_report(tmp_path / "sleepy_epochs.lprof").advice.numbers
-    assert numbers.basis == "tried" and set(numbers.tried) == {0, 1} and numbers.cpus == 2 and numbers.capped
+    assert numbers.basis == "tried" and numbers.cpus == 2 and numbers.capped
+    # the main process waited most of each step, so its CPU was free: 2 workers were tried beside 0 and 1, and, their
+    # items sleeping, built batches twice as fast as 1 (unseen v_4: the advice had stopped at 1 worker and 2 CPUs)
+    assert set(numbers.tried) == {0, 1, 2} and numbers.tried[2] < 0.75 * numbers.tried[1], numbers.tried
+    assert (numbers.num_workers, numbers.cpus_per_task) == (2, 3)
+    assert "--try-workers" not in done.stdout  # 0 workers was tried (and fewer were slower anyway)
     why = done.stdout.split("Why:")[1].split("(the curve")[0]
     assert "At every count tried on your 2 CPU(s), your loop waited" in why, why
     assert "profile again with more CPUs" in why, why
