@@ -110,6 +110,9 @@ def test_phases_of_the_classic_training_loop():
     # PyTorch's DCGAN names its models netG and netD (unseen i_3: no forward row before)
     ("for real, _ in loader:\n    fake = netG(noise)\n    out = netD(fake.detach())\n    opt.step()",
      {2: "data_wait", 3: "forward", 4: "forward", 5: "optimizer"}),
+    # a Keras-like fit() method of the model calls itself inside the loss (unseen v_6 read `loss`, no forward row)
+    ("for xb, yb in loader:\n    loss = F.mse_loss(self(xb), yb)\n    loss.backward()",
+     {2: "data_wait", 3: "forward", 4: "backward"}),
     # a walk over a dict of loaders, one a domain (unseen l_6): the inner loop waits for data, the outer one not
     ("for domain, loader in loaders.items():\n    for x, y in loader:\n        model(x).sum().backward()",
      {2: "other", 3: "data_wait", 4: "backward"}),
