@@ -26,8 +26,7 @@ ASSUMED_WORKERS = 1   # the DataLoader default of the lesson script (and pytorch
 CURVE_COMMAND = "python -m profiling run -- SCRIPT ARGS"  # named by an estimate: it measures in the loop
 CONSTANTS = {"handoff_ms": HANDOFF_MS, "factor": ESTIMATE_FACTOR, "fed_pct": round(100 * FED_SHARE),
              "level_pct": round(100 * LEVEL), "starve_pct": round(100 * (1 / FED_SHARE - 1))}
-# Share of the workers' time reading files (io_split in the run's meta) above which the files, not decoding, cost most.
-READS_DOMINATE = 0.5
+READS_DOMINATE = 0.5  # the workers' share of time reading files (the meta's io_split) above which reads cost most
 
 
 @dataclass(frozen=True)
@@ -129,8 +128,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest), "behind_workers": behind,
             "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
-            "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0), "tried_cpus": trials.get("cpus"),
-            "start_total_s": trials.get("start_seconds", 0.0), "turn_s": trials.get("lengthened_to") or 0.0,
+            "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0), "turn_s": trials.get("lengthened_to")
+            or 0.0, "start_total_s": trials.get("start_seconds", 0.0), "tried_cpus": trials.get("cpus") or facts.cpus,
             "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps  # and
             and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # fewer were no slower (v_5: 1 was 2x 2's)
     elif choice is not None:
@@ -192,11 +191,11 @@ RULES: tuple[Rule, ...] = (
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped and not n.zero_untried,
-         "At every count tried on the {cpus} CPU(s) your run had, your loop "
+         "At every count tried on the {tried_cpus} CPU(s) your run had, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
          "profile again."),
     Rule("capped_zero_untried", "advice", lambda n: n.basis == "tried" and n.capped and n.zero_untried,
-         "At every count tried on the {cpus} CPU(s) your run had, your loop "
+         "At every count tried on the {tried_cpus} CPU(s) your run had, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not tried, as your run had workers: on a "
          "CPU-only job the main process alone can be the fastest where a batch costs little to build, as it leaves "
          "the workers' CPUs to the step. Time it too (`python -m profiling run --try-workers {zero_untried} -- "
@@ -345,10 +344,11 @@ RULES: tuple[Rule, ...] = (
          "epoch, so a shuffled run's later epochs draw other orders and its losses move a little (unseen v_6)."),
     Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
-         "{cpus} CPU(s), which the model ignores. Check the advice with `python -m profiling sweep`."),
+         "{cpus} CPU(s), which the advice's model leaves out. Check the advice with `python -m profiling sweep`."),
     Rule("tried_on_fewer_cpus", "warning", lambda n: n.basis == "tried" and (n.tried_cpus or n.cpus) < n.cpus,
-         "Worker counts were tried on the {tried_cpus} CPU(s) this run had, not the {cpus} it was told the job has: "
-         "profile inside the job to try the counts its CPUs hold."),
+         "Worker counts were tried on the {tried_cpus} CPU(s) the script's process had, not the job's {cpus}: a "
+         "script that narrows its own CPUs (os.sched_setaffinity, taskset) keeps them whatever --cpus-per-task says; "
+         "else profile inside the job to try the counts its CPUs hold."),
     Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
@@ -359,10 +359,10 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "capped_in_run": "At every count tried on your {cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
+    "capped_in_run": "At every count tried on your {tried_cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
                      "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
-    "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count tried on {cpus} CPU(s): "
-                           "time 0 workers too (--try-workers {zero_untried}), or add CPUs.",
+    "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count tried on {tried_cpus} "
+                           "CPU(s): time 0 workers too (--try-workers {zero_untried}), or add CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
     "other_loader": "{other_cpus} CPUs: the DataLoader at {other_loader} runs more workers in this job.",
     "loader_bound": "Your loop waited {wait_pct:.0f}% of each step for data ({wait_ms:.2f} ms a batch).",

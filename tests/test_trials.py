@@ -787,9 +787,16 @@ def test_counts_tried_on_fewer_cpus_than_the_job_is_said_to_have_are_warned_of()
             "status": "tried", "own_workers": 1, "rounds": 2, "settings": timed, "cpus": tried_on})
         return [rule.text(numbers) for rule in RULES if rule.when(numbers) and rule.name == "tried_on_fewer_cpus"]
 
-    assert warned(16, 2) == ["Worker counts were tried on the 2 CPU(s) this run had, not the 16 it was told the job "
-                             "has: profile inside the job to try the counts its CPUs hold."]
+    assert warned(16, 2) == ["Worker counts were tried on the 2 CPU(s) the script's process had, not the job's 16: a "
+                             "script that narrows its own CPUs (os.sched_setaffinity, taskset) keeps them whatever "
+                             "--cpus-per-task says; else profile inside the job to try the counts its CPUs hold."]
     assert warned(2, 2) == [] and warned(16, None) == [] and warned(2, 16) == []
+    # the capped line names the CPUs the counts ran on (unseen w_6 pinned itself to one of the job's two and read
+    # "At every count tried on your 2 CPU(s)" beside "Worker counts were tried on the 1 CPU(s) this run had")
+    pinned = model_numbers(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
+        "status": "tried", "own_workers": 1, "rounds": 2, "settings": timed, "cpus": 1})
+    said = {rule.name: rule.brief(pinned) for rule in RULES if rule.when(pinned)}
+    assert "tried on your 1 CPU(s)" in said["capped_in_run"] and "tried_on_fewer_cpus" in said, said
 
 
 def test_a_held_turn_moves_every_thread_and_never_more_torch_threads_than_cpus():
