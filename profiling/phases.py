@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # annotations only: `run` classifies the script before it sta
     from profiling.table import Sources
 
 LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch|(^|_)dls?(_|$)", re.IGNORECASE)  # train_dl: unseen q_5
-MODEL_NAMES = re.compile(r"^(self|model|net|network|module|encoder|decoder|backbone|classifier)$"  # self(x): a
+MODEL_NAMES = re.compile(r"^(self|model|net|network|module|enc(oder)?|dec(oder)?|backbone|classifier)$"  # self(x): a
                          r"|_model$|^model_|_net$|^net\w$", re.IGNORECASE)  # Keras-like fit() (v_6); netG: DCGAN
 LOSS_NAMES = re.compile(r"loss|criterion|cross_?entropy|nll|mse|bce|kl_div|hinge", re.IGNORECASE)
 OUTPUT_TARGETS = {"output", "outputs", "out", "logits", "pred", "preds", "prediction", "y_hat", "yhat"}

@@ -113,6 +113,9 @@ def test_phases_of_the_classic_training_loop():
     # a Keras-like fit() method of the model calls itself inside the loss (unseen v_6 read `loss`, no forward row)
     ("for xb, yb in loader:\n    loss = F.mse_loss(self(xb), yb)\n    loss.backward()",
      {2: "data_wait", 3: "forward", 4: "backward"}),
+    # a siamese pair through one encoder, inside the loss (unseen w_4 read `other`, no forward row)
+    ("for a, b, same in loader:\n    loss = contrastive(enc(a), enc(b), same)\n    loss.backward()",
+     {2: "data_wait", 3: "forward", 4: "backward"}),
     # a walk over a dict of loaders, one a domain (unseen l_6): the inner loop waits for data, the outer one not
     ("for domain, loader in loaders.items():\n    for x, y in loader:\n        model(x).sum().backward()",
      {2: "other", 3: "data_wait", 4: "backward"}),
