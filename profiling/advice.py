@@ -341,7 +341,7 @@ RULES: tuple[Rule, ...] = (
          and n.persistent_workers is None,
          "Add persistent_workers=True to the DataLoader: otherwise the {num_workers} worker(s) are started again at "
          "every epoch, and the first batches of each epoch wait for them. Their seeds are then drawn once, not every "
-         "epoch, so a shuffled run's later epochs draw other orders and its losses move a little (unseen v_6)."),
+         "epoch, so a shuffled run's later epochs draw other orders and its losses move a little."),
     Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",
          "This run had no GPU: DataLoader workers compete with PyTorch's compute threads for the same "
          "{cpus} CPU(s), which the advice's model leaves out. Check the advice with `python -m profiling sweep`."),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ import pytest
 
 from lprof_fixtures import (EXPECTED_PHASES, MODULE_3X_4X, MODULE_5X, TRAIN_FIRST_LINE, TRAIN_SOURCE,
                             train_timings, write_lprof)
-from profiling.advice import FEW_BATCHES, LESSON_SCRIPT_HINTS, LOADER_BOUND, RULES, advise, model_numbers
+from profiling.advice import BRIEF, FEW_BATCHES, LESSON_SCRIPT_HINTS, LOADER_BOUND, RULES, advise, model_numbers
 from profiling.lprof import load_lprof
 from profiling.phases import classify_function, phase_summary, summarise_loop
 from profiling.records import LINE_COLUMNS, PHASES, CurvePoint, JobFacts, LoaderCurve, LoopSummary
@@ -315,6 +316,12 @@ def test_the_persistent_workers_note_says_the_edit_moves_a_shuffled_runs_later_o
     assert plain[0] == persistent[0] and plain[1] != persistent[1]
     note = advise(_loop(9.267, 1.70), JobFacts(cpus=16, gpus=1, num_workers=1)).notes
     assert any("persistent_workers=True" in n and "later epochs draw other orders" in n for n in note), note
+
+
+def test_no_message_a_user_reads_names_the_kits_own_test_scripts():
+    """"(unseen v_6)" reached users' reports (unseen x_1-x_6): the kit's names for its test scripts stay in comments."""
+    texts = [rule.message for rule in RULES] + list(BRIEF.values()) + list(LESSON_SCRIPT_HINTS.values())
+    assert [t for t in texts if re.search(r"unseen|\b[a-z]_s?\d\b", t)] == []
 
 
 def test_main_process_cpus_depend_on_gpu_and_pinned_memory():
