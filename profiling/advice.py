@@ -128,8 +128,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest), "behind_workers": behind,
             "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
-            "tried_wait_pct": 100 * least_wait, "starts": trials.get("starts", 0), "turn_s": trials.get("lengthened_to")
-            or 0.0, "start_total_s": trials.get("start_seconds", 0.0), "tried_cpus": trials.get("cpus") or facts.cpus,
+            "tried_wait_pct": 100 * least_wait, "turn_s": trials.get("lengthened_to") or 0.0,
+            "start_total_s": trials.get("start_seconds", 0.0), "tried_cpus": trials.get("cpus") or facts.cpus,
             "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps  # and
             and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # fewer were no slower (v_5: 1 was 2x 2's)
     elif choice is not None:
@@ -160,7 +160,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     return AdviceNumbers(**{**asdict(job), **measured, "num_workers": chosen, "cpus_per_task": cpus,
         "keeps_cpus": basis == "kept" and not facts.gpus and cpus > chosen + 1,  # its step computes on them: u_4
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
-        "capped": capped, "spare_dropped": spare, "batches": loop.batches,
+        "capped": capped, "spare_dropped": spare, "batches": loop.batches, "starts": (trials or {}).get("starts", 0),
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
         "wait_pct": 100 * wait_fraction if above_threshold else math.floor(1e3 * wait_fraction) / 10,  # never "5.0%"
         "raw_workers": raw, "needed_workers": needed, "loop_where": f"{loop.file}:{loop.header_line}", "basis": basis,
@@ -213,8 +213,8 @@ RULES: tuple[Rule, ...] = (
          "How sure: {behind_workers} worker(s) were measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say which is the fewest count within 5%. "
          "More epochs give each count more turns and a surer answer."),
-    Rule("workers_changed", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1,
-         "Counts were tried in DataLoaders of the profiler's own, so your loader's num_workers reads as it was; their "
+    Rule("workers_changed", "note", lambda n: n.starts > 0,  # (x_1: its own count, timed in the profiler's loader)
+         "Counts were timed in DataLoaders of the profiler's own, so your loader's num_workers reads as it was; their "
          "workers built some batches: per-worker random augmentation, and so the losses, may differ from a plain "
          "run's; the sampler's order and the batches of each epoch do not."),
     Rule("zero_not_tried", "note", lambda n: n.zero_untried and not n.capped,
@@ -290,13 +290,13 @@ RULES: tuple[Rule, ...] = (
          lambda n: n.capped and n.basis != "tried" and (n.loader_bound or n.basis == "measured"),
          "Keeping up needs more workers than {cpu_ceiling} CPU(s) can run beside the main process, so "
          "num_workers is capped at {num_workers}. The loader will stay the bottleneck: make batches cheaper "
-         "to build (simpler transforms, data already on the GPU) or plan for more CPUs with --cpus N."),
+         "to build (simpler transforms; on a GPU node, data kept there) or plan for more CPUs with --cpus N."),
     Rule("never_feeds_held_loop", "advice", lambda n: n.never_keeps_up,
          "The loader cannot keep the loop fed at any number of workers: with each batch held {curve_hold_ms:g} ms, "
          "it levels off at {curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the "
          "{target_rate:.0f} batches/s that keep such a loop fed {fed_pct}% of the time, so more than {num_workers} "
          "worker(s) only take CPUs. Make batches cheaper to build (lighter transforms, one file per many samples "
-         "instead of many small files) or keep the data on the GPU."),
+         "instead of many small files) or, on a GPU node, keep the data there."),
     Rule("no_room_for_spare", "advice", lambda n: n.loader_bound and n.spare_dropped,
          "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
          "num_workers is {num_workers}: at least the average need, with less room for slow batches."),

@@ -84,7 +84,9 @@ def choose_workers(curve: LoaderCurve, worker_cap: int) -> CurveChoice | None:
     rising = len(ordered) >= 2 and ordered[-1].batches_per_s > (1 + FLAT) * ordered[-2].batches_per_s
     if not above_cap and positive and positive[-1].workers < worker_cap and (rising or len(positive) < 2):
         return None  # measured on fewer CPUs than the next run may have, and still short: it cannot say
-    if above_cap or (rising and positive[-1].workers <= worker_cap) or not rates:
+    # one count of workers, no slower than none, shows no level: 0 and 1 worker build one batch at a time alike (x_5)
+    alone = len(rates) == 1 and rates[top] >= (1 - FLAT) * (zero or 0.0)
+    if above_cap or (rising and positive[-1].workers <= worker_cap) or not rates or alone:
         return CurveChoice(top, target, rates.get(top), best, best_k, top, True, False)
     return CurveChoice(best_k, target, rates.get(best_k, zero), best, best_k, top, False, True)
 

@@ -281,6 +281,16 @@ def test_a_loop_that_no_setting_feeds_is_never_told_that_none_keep_up():
     assert "keeps up" not in " ".join(advice.reasons)  # with 0 workers there is no hand-over to blame either
 
 
+def test_one_worker_no_faster_than_none_at_a_1_worker_cap_is_capped_not_never_fed():
+    """Unseen x_5 on 2 CPUs: 4 batches of 512 items an epoch, each item mostly asleep (a read). The curve measured 0
+    and 1 worker at the same rate, as each builds one batch at a time, and the report said "No number of workers keeps
+    the loop fed"; run plain, 2 workers took 17.1 s against 1 worker's 32.6 s. One count shows no level."""
+    advice = advise(_loop(1300.0, 4.0), JobFacts(cpus=2, gpus=0, num_workers=1),
+                    curve=_curve({0: 0.77, 1: 0.78}, cpus=2, hold_ms=4.0))
+    assert "capped_by_cpus" in advice.fired_rules and advice.num_workers == 1, advice.fired_rules
+    assert "never_feeds_held_loop" not in advice.fired_rules
+
+
 def test_the_paced_slack_is_capped_by_the_cpus_not_by_the_curves_top_point():
     """A curve measured in a 5-CPU job (up to 3 workers), read for a node with 16 cores per GPU: fed at
     2, the advice is 2 + 2 = 4, past the curve's top, because 16 CPUs hold 14 workers."""
