@@ -126,7 +126,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                       if entry.get(k)})
     hooked = str((trials.get("loader") or {}).get("iterated_at", ""))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources, hooked)
-    loop = training_loop(table, loops) or hooked_loop(loaders, trials)
+    loop = training_loop(table, loops, hooked) or hooked_loop(loaders, trials)
     table = set_up_as_other(table, loop)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
                              trials.get("loader"))

@@ -101,7 +101,8 @@ class Trials:
 
     def iterator(self, loader: Any, entry: Any, make: Any, where: str = "?") -> Any:
         """The iterator for a new epoch: the script's own while tracing, else the segmented one. A first pass cut short
-        at another line (a peek, an LR finder: unseen l_4) was not the loop: the traced part starts again here. A pass
+        at another line (a peek, an LR finder: unseen l_4), or a whole one with gradients on (a distilling teacher's
+        warm-up before its student's loop: x_2), was not the loop: the traced part starts again here. A pass
         at another line without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is
         served, not timed."""
         if not self.is_training(entry, loader):  # the same line's loader, shuffled alike, grad on, after an epoch:
@@ -111,8 +112,9 @@ class Trials:
                 self.rebuilt = True
                 self.stop_tracing()
             return make(loader)
-        if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 \
-                and entry["batches"] < min(entry["epoch_batches"], self.trace_batches):
+        short = entry["batches"] < min(entry["epoch_batches"], self.trace_batches)
+        if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 and (
+                short or sys.modules["torch"].is_grad_enabled()):
             entry["iterated_at"], entry["epochs"], self.traced_batches, self.traced = where, 1, 0, dict(NO_TIME)
         if self.tracing and entry.get("epochs", 1) > 1:  # the traced part is one epoch at most
             self.stop_tracing()

@@ -161,3 +161,16 @@ def test_a_warm_up_run_a_validation_first_and_an_outer_no_grad_leave_the_trainin
     assert trials["status"] == "tried" and set(trials["settings"]) == {"0", "1"} and trials["traced_batches"] == 16
     report = build_report(tmp_path / f"{script.stem}.lprof")
     assert report.advice.edits[1].startswith("--nw "), report.advice.edits
+
+
+def test_a_teachers_whole_epoch_before_the_students_loop_is_not_the_training_loop(tmp_path, repo):
+    """Unseen x_2: one DataLoader, a teacher fitted for an epoch at one line, then a student for more at another. The
+    report named the teacher's loop (its epoch was the one traced) while the untraced timing and the trials ran in the
+    student's, and called them "the same loop". The student's first epoch is traced now; its loop is the report's."""
+    script = OWN / "teacher_then_student.py"
+    trials, printed = profiled(repo, tmp_path, script, "--try-workers", "0,1", "--segment-seconds", "0.2")
+    student = f"{script}:{line_of(script, '        for x, y in loader:')}"  # the student's, inside its epochs
+    assert trials["loader"]["iterated_at"] == student and trials["traced_batches"] == 12, trials
+    assert printed == [line for line in plain(script) if line.startswith("epoch ")] and len(printed) == 4, printed
+    report = build_report(tmp_path / f"{script.stem}.lprof")
+    assert (report.loop.function, report.loop.batches) == ("train_student", 12), report.loop
