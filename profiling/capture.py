@@ -80,7 +80,8 @@ class Capture:
                 length = len(loader.dataset)
                 epoch = len(loader)  # its sampler's: a WeightedRandomSampler's num_samples (unseen l_1), drop_last
             built = dict(zip(("built_at", "built_by", "call"), getattr(loader, "_dlprof_built", ("?", None, None))))
-            entry = {**built, "iterated_at": self.caller(loader)[0],
+            at, _, frame = self.caller(loader)
+            entry = {**built, "iterated_at": at, "iterated_in": frame.f_code.co_name if frame else "?",
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None, "epoch_batches": epoch or 0,
@@ -150,7 +151,9 @@ class Capture:
             if capture.trials is None:
                 iterator = interrupts.guarded(iterate, self)
             else:  # the training loader after its traced part: maybe served by other worker counts
-                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate, capture.caller(self)[0])
+                at, _, frame = capture.caller(self)  # where, and in which function, this pass iterates it
+                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate, at,
+                                              frame.f_code.co_name if frame else "?")
             if isinstance(iterator, trials_module.Segmented):
                 iterator.after = lambda asked: capture.batch(entry, iterator, asked)
             else:

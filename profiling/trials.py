@@ -99,10 +99,11 @@ class Trials:
         into.update(steps=into["steps"] + 1, seconds=into["seconds"] + step_s,
                     wait_seconds=into["wait_seconds"] + wait_s, squares=into.get("squares", 0.0) + step_s * step_s)
 
-    def iterator(self, loader: Any, entry: Any, make: Any, where: str = "?") -> Any:
+    def iterator(self, loader: Any, entry: Any, make: Any, where: str = "?", function: str = "?") -> Any:
         """The iterator for a new epoch: the script's own while tracing, else the segmented one. A first pass cut short
-        at another line (a peek, an LR finder: unseen l_4), or a whole one with gradients on (a distilling teacher's
-        warm-up before its student's loop: x_2), was not the loop: the traced part starts again here. A pass
+        at another line (a peek, an LR finder: unseen l_4), or a whole one in another function with gradients on (a
+        distilling teacher's warm-up before its student's loop: x_2), was not the loop: the traced part starts again
+        here (a step-based loop's own `it = iter(loader)` after the first is the same loop). A pass
         at another line without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is
         served, not timed."""
         if not self.is_training(entry, loader):  # the same line's loader, shuffled alike, grad on, after an epoch:
@@ -113,9 +114,10 @@ class Trials:
                 self.stop_tracing()
             return make(loader)
         short = entry["batches"] < min(entry["epoch_batches"], self.trace_batches)
-        if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 and (
-                short or sys.modules["torch"].is_grad_enabled()):
+        elsewhere = function != entry.get("iterated_in", function) and sys.modules["torch"].is_grad_enabled()
+        if self.tracing and where not in ("?", entry["iterated_at"]) and entry["epochs"] == 2 and (short or elsewhere):
             entry["iterated_at"], entry["epochs"], self.traced_batches, self.traced = where, 1, 0, dict(NO_TIME)
+            entry["iterated_in"] = function
         if self.tracing and entry.get("epochs", 1) > 1:  # the traced part is one epoch at most
             self.stop_tracing()
         self.away = where not in ("?", entry["iterated_at"]) and not sys.modules["torch"].is_grad_enabled()
