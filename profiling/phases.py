@@ -223,6 +223,12 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
     return phase_of, loops
 
 
+def hooked_lines(hooked: str, file: str) -> set[int]:
+    """The line of `hooked` (the hook's file:line of the training loop) where it is in `file`, by the file's name."""
+    at, _, line = hooked.rpartition(":")
+    return {int(line)} if line.isdigit() and os.path.basename(at) == os.path.basename(file) else set()
+
+
 def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
                    hooked: str = "") -> tuple[pd.DataFrame, list[LoaderLoop], list[str]]:
     """The table with its `phase` column filled, the loader loops and notes; `hooked`: the hooked loop's file:line."""
@@ -230,7 +236,6 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
     loops: list[LoaderLoop] = []
     notes: list[str] = []
     trees: dict[str, ast.AST | None] = {}
-    at, _, at_line = hooked.rpartition(":")  # the hooked loop's file and line
     for file, first_line, name in profile.timings:
         if file not in trees and sources.get(file) is not None:  # each file parsed once
             try:
@@ -241,8 +246,7 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
                              "its lines are shown as 'other'")
         if trees.get(file) is None:  # no source, or none that parses
             continue
-        lines = {int(at_line)} if at_line.isdigit() and os.path.basename(at) == os.path.basename(file) else set()
-        phases, found = classify_function(trees[file], file, first_line, name, lines)
+        phases, found = classify_function(trees[file], file, first_line, name, hooked_lines(hooked, file))
         if not phases:
             notes.append(f"{file}: found no definition of {name} at line {first_line}; "
                          "the source may have changed since the profile was taken")
@@ -274,13 +278,8 @@ def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
 def training_loop(table: pd.DataFrame, loops: list[LoaderLoop], hooked: str = "") -> LoopSummary | None:
     """The loop to advise on: a training loop (one that steps) before any other, the one the hook timed and tried counts
     in before another (a distilling teacher's warm-up cost as much: unseen x_2), then the costliest."""
-    at, _, line = hooked.rpartition(":")
-
-    def timed(loop: LoaderLoop) -> bool:  # as classify_lines matches it: the file's name and a header line
-        return line.isdigit() and int(line) in loop.header and os.path.basename(at) == os.path.basename(loop.file)
-
-    summaries = [(loop.steps, timed(loop), s.wait_seconds + s.compute_seconds, s)
-                 for loop in loops if (s := summarise_loop(table, loop)).batches > 0]
+    summaries = [(loop.steps, bool(hooked_lines(hooked, loop.file) & set(loop.header)), s.wait_seconds
+                  + s.compute_seconds, s) for loop in loops if (s := summarise_loop(table, loop)).batches > 0]
     return max(summaries, key=lambda item: item[:3])[3] if summaries else None
 
 
