@@ -71,6 +71,12 @@ class Capture:
             frame = frame.f_back
         return first or "?", first or "?", None
 
+    def iterated(self, loader: Any) -> tuple[str, str]:
+        """file:line and function where the script iterates `loader`: a loop's own restart (`it = iter(loader)` in the
+        same function) is the same loop, a pass in another function may not be (profiling.trials)."""
+        at, _, frame = self.caller(loader)
+        return at, frame.f_code.co_name if frame else "?"
+
     def record(self, loader: Any) -> dict[str, Any]:
         """The loader's entry, made the first time it is iterated."""
         entry = getattr(loader, "_dlprof_entry", None)
@@ -80,8 +86,8 @@ class Capture:
                 length = len(loader.dataset)
                 epoch = len(loader)  # its sampler's: a WeightedRandomSampler's num_samples (unseen l_1), drop_last
             built = dict(zip(("built_at", "built_by", "call"), getattr(loader, "_dlprof_built", ("?", None, None))))
-            at, _, frame = self.caller(loader)
-            entry = {**built, "iterated_at": at, "iterated_in": frame.f_code.co_name if frame else "?",
+            at, function = self.iterated(loader)
+            entry = {**built, "iterated_at": at, "iterated_in": function,
                      **{key: getattr(loader, key, None) for key in SETTINGS}, "dataset_length": length,
                      "dataset": type(loader.dataset).__name__, "shuffles": shuffles(loader), "epochs": 0, "batches": 0,
                      "first_batch_s": None, "last_batch_s": None, "epoch_batches": epoch or 0,
@@ -151,9 +157,7 @@ class Capture:
             if capture.trials is None:
                 iterator = interrupts.guarded(iterate, self)
             else:  # the training loader after its traced part: maybe served by other worker counts
-                at, _, frame = capture.caller(self)  # where, and in which function, this pass iterates it
-                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate, at,
-                                              frame.f_code.co_name if frame else "?")
+                iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate, *capture.iterated(self))
             if isinstance(iterator, trials_module.Segmented):
                 iterator.after = lambda asked: capture.batch(entry, iterator, asked)
             else:
