@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from profiling.cpu_rule import cpus_for_workers, main_process_cpus
 from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.edits import script_edits
-from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary
+from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary, plural
 from profiling.turns import (HANDOFF_MS, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
                              measured_steps, step_noise, turn_means)
 
@@ -41,11 +41,11 @@ class Rule:
     def text(self, numbers: AdviceNumbers, kit_script: bool = False) -> str:
         """The message filled in, then the lesson script's hint for this rule when it is the kit's script."""
         hint = LESSON_SCRIPT_HINTS.get(self.name) if kit_script else None
-        return " ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part)
+        return plural(" ".join(part.format(**asdict(numbers), **CONSTANTS) for part in (self.message, hint) if part))
 
     def brief(self, numbers: AdviceNumbers) -> str:
         """The plain one-liner for the terminal's "Why" (BRIEF), or the message itself."""
-        return BRIEF.get(self.name, self.message).format(**asdict(numbers), **CONSTANTS)
+        return plural(BRIEF.get(self.name, self.message).format(**asdict(numbers), **CONSTANTS))
 
 
 def untraced_own(trials: dict | None) -> tuple[float, float] | None:
@@ -210,7 +210,7 @@ RULES: tuple[Rule, ...] = (
     Rule("not_sure", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1 and n.behind_pct is not None
          and n.behind_noise_pct is not None and abs(n.behind_pct + 100 * TOLERANCE * (
              1 if (n.behind_workers or 0) > (n.num_workers or 0) else -1)) < n.behind_noise_pct,  # up: 5 % ahead?
-         "How sure: {behind_workers} worker(s) were measured {behind_pct:.1f}% behind the fastest, give or take "
+         "How sure: {behind_workers} worker(s) measured {behind_pct:.1f}% behind the fastest, give or take "
          "{behind_noise_pct:.1f}% (two standard errors), so this run cannot say which is the fewest count within 5%. "
          "More epochs give each count more turns and a surer answer."),
     Rule("workers_changed", "note", lambda n: n.starts > 0,  # (x_1: its own count, timed in the profiler's loader)
@@ -271,12 +271,12 @@ RULES: tuple[Rule, ...] = (
          "{curve_step_ms:.2f} ms a step. Keep {num_workers}."),
     Rule("curve_too_short", "advice", lambda n: n.curve_short,
          "The loader curve was measured on {curve_cpus} CPU(s), up to {curve_max_workers} worker(s), and does not "
-         "reach the loop's rate there, so it cannot say how many of the {worker_cap} workers that {cpu_ceiling} "
+         "reach the loop's rate there, so it cannot say how many of the {worker_cap} workers {cpu_ceiling} "
          "CPU(s) hold are needed; the advice falls back to the estimate. Measure it with the CPUs you will ask for."),
     Rule("workers_from_paced_curve", "advice",
          lambda n: n.basis == "measured" and not n.capped and not n.never_keeps_up and (n.num_workers or 0) >= 1,
          "Measured: the loop consumes a batch every {compute_ms:.2f} ms. With each batch held {curve_hold_ms:g} ms, "
-         "as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s) are the fewest that keep "
+         "as a loop with that step holds it, {curve_fed_workers} worker(s) on {cpus} CPU(s): the fewest that keep "
          "such a loop fed ({curve_fed_rate:.0f} batches/s) by one of three tests: the curve levels off there (within "
          "{level_pct}% of the median of its points from there up), passes the {target_rate:.0f} that feed it "
          "{fed_pct}% of the time, or left the loop asleep for batches under {starve_pct}% of each held step (on a busy "
@@ -294,8 +294,8 @@ RULES: tuple[Rule, ...] = (
     Rule("never_feeds_held_loop", "advice", lambda n: n.never_keeps_up,
          "The loader cannot keep the loop fed at any number of workers: with each batch held {curve_hold_ms:g} ms, "
          "it levels off at {curve_best_rate:.0f} batches/s from {curve_best_workers} worker(s), below the "
-         "{target_rate:.0f} batches/s that keep such a loop fed {fed_pct}% of the time, so more than {num_workers} "
-         "worker(s) only take CPUs. Make batches cheaper to build (lighter transforms, one file per many samples "
+         "{target_rate:.0f} batches/s that keep such a loop fed {fed_pct}% of the time, so workers past "
+         "{num_workers} only take CPUs. Make batches cheaper to build (lighter transforms, one file per many samples "
          "instead of many small files) or, on a GPU node, keep the data there."),
     Rule("no_room_for_spare", "advice", lambda n: n.loader_bound and n.spare_dropped,
          "The estimate, {estimate_high}, does not fit in {cpu_ceiling} CPU(s) beside the main process, so "
@@ -313,7 +313,7 @@ RULES: tuple[Rule, ...] = (
     Rule("fewer_workers", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped
          and not n.never_keeps_up and n.num_workers is not None and n.num_workers < n.current_workers,
          "Use num_workers={num_workers} instead of {current_workers}: the loader keeps up without more, "
-         "and {cpu_ceiling} CPU(s) run at most {worker_cap} beside the main process."),
+         "and {cpu_ceiling} CPU(s) hold at most {worker_cap} beside the main process."),
     Rule("main_process_cpus", "advice", lambda n: n.loop_found and (n.num_workers or 0) >= 1 and n.main_cpus > 1,
          "--cpus-per-task={cpus_per_task} is num_workers={num_workers} plus {main_cpus} for the main process: "
          "on a GPU with pinned memory it runs the training loop and a pin-memory thread, and its CUDA waits "
@@ -339,7 +339,7 @@ RULES: tuple[Rule, ...] = (
          "`.to(device, non_blocking=True)` can overlap the copy with compute."),
     Rule("persistent_workers", "note", lambda n: n.loop_found and (n.num_workers or 0) >= 1
          and n.persistent_workers is None,
-         "Add persistent_workers=True to the DataLoader: otherwise the {num_workers} worker(s) are started again at "
+         "Add persistent_workers=True to the DataLoader: otherwise its workers are started again at "
          "every epoch, and the first batches of each epoch wait for them. Their seeds are then drawn once, not every "
          "epoch, so a shuffled run's later epochs draw other orders and its losses move a little."),
     Rule("cpu_only", "warning", lambda n: n.loop_found and n.gpus == 0 and n.basis != "tried",

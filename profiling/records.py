@@ -3,6 +3,7 @@ another (no cycles), and a reader sees the whole data model in one screen.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -173,6 +174,11 @@ class LoaderCurve:
 def curve_timing(hold_ms: float) -> str:
     """How every place says a curve was timed: 'timed alone' (older curves), or 'each batch held X ms'."""
     return f"each batch held {hold_ms:g} ms" if hold_ms > 0 else "timed alone"
+
+
+def plural(text: str) -> str:
+    """'1 worker(s)' as '1 worker' and '4 worker(s)' as '4 workers': the messages are templates for any count."""
+    return re.sub(r"\b(\d+) (\w+)\(s\)", lambda m: f"{m[1]} {m[2]}{'s' * (m[1] != '1')}", text)
 
 
 @dataclass(frozen=True)

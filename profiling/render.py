@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from profiling.records import Report, curve_timing
+from profiling.records import Report, curve_timing, plural
 
 TOP_LINES = 15  # the slowest lines shown in text and Markdown (the CSV and HTML have them all)
 TEXT_WHY = 3    # the text report's "Why" lines (the Markdown, HTML and JSON reports have them all)
@@ -58,7 +58,7 @@ def _loop_lines(report: Report) -> list[str]:
         cost, traced = n.traced_step_ms / n.untraced_step_ms, n.traced_step_ms
         lines.append(f"  untraced step        {n.untraced_step_ms:9.3f} ms  (the same loop timed untraced: " + (
             f"tracing made a step {cost:.2f}x as long)" if cost >= 1 else f"its traced steps took {traced:.3f} ms)"))
-    return lines
+    return [plural(line) for line in lines]
 
 
 BASIS = {"tried": "(measured in your run)", "measured": "(measured: loader curve)", "estimate": "(ESTIMATE: see below)",
@@ -77,14 +77,14 @@ def _advice_head(report: Report) -> list[str]:
     elif "not_sure" in advice.fired_rules and (n := advice.numbers):  # the JSON's note, in the first line (unseen j_4)
         sure = f"{n.behind_workers} worker(s) {n.behind_pct:.1f}% ± {n.behind_noise_pct:.1f}% behind"
         basis = f"{basis[:-1]}; not sure: {sure})"
-    return [f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip()]
+    return [plural(f"num_workers = {advice.num_workers}   --cpus-per-task = {advice.cpus_per_task}   {basis}".rstrip())]
 
 
 def _facts_line(report: Report) -> str:
     f = report.facts
     workers = "unknown" if f.num_workers is None else str(f.num_workers)
     per_gpu = f", node has {f.cores_per_gpu} cores per GPU" if f.cores_per_gpu else ""
-    return f"Job: {f.cpus} CPU(s), {f.gpus} GPU(s), profiled with num_workers={workers}{per_gpu}"
+    return plural(f"Job: {f.cpus} CPU(s), {f.gpus} GPU(s), profiled with num_workers={workers}{per_gpu}")
 
 
 def _text_table(header: Sequence[str], rows: list[list[str]]) -> list[str]:

@@ -521,7 +521,7 @@ def test_where_the_fastest_count_is_advised_the_report_asks_whether_fewer_would_
         "segments": segments, "starts": 5})
     said = {rule.name: rule.text(numbers) for rule in RULES if rule.when(numbers)}
     assert numbers.num_workers == 2 and numbers.behind_workers == 1, numbers
-    assert "How sure: 1 worker(s) were measured 16.9% behind the fastest, give or take" in said["not_sure"], said
+    assert "How sure: 1 worker measured 16.9% behind the fastest, give or take" in said["not_sure"], said
     assert "per-worker random augmentation" in said["workers_changed"]
     # a run too short to try a second count still timed its own in a DataLoader of the profiler's, whose workers drew
     # other seeds (unseen x_1: its second epoch's loss 4.9533 against 5.1710 plain, and no note said why)
@@ -535,7 +535,7 @@ def test_where_the_fastest_count_is_advised_the_report_asks_whether_fewer_would_
         "status": "tried", "own_workers": 2, "settings": {str(k): t for k, t in summed(segments).items()},
         "segments": segments})  # (unseen j_4: only the JSON's note said so)
     head = _advice_head(SimpleNamespace(advice=advice))[0]
-    assert "(measured in your run; not sure: 1 worker(s) 16.9% ± " in head and head.endswith("% behind)"), head
+    assert "(measured in your run; not sure: 1 worker 16.9% ± " in head and head.endswith("% behind)"), head
 
 
 def test_where_the_fewest_count_tried_is_the_fastest_the_report_asks_whether_the_next_one_up_is_ahead():
@@ -553,7 +553,7 @@ def test_where_the_fewest_count_tried_is_the_fastest_the_report_asks_whether_the
 
     advice, head = advised([13.1, 13.5, 13.3], [9.3, 18.2, 12.76])
     assert advice.num_workers == 0 and advice.numbers.behind_workers == 1 and "not_sure" in advice.fired_rules
-    assert "not sure: 1 worker(s) 0.9% ± " in head, head
+    assert "not sure: 1 worker 0.9% ± " in head, head
     steady, head = advised([13.3, 13.3, 13.31], [13.4, 13.42, 13.41])  # surely not 5 % ahead: nothing to say
     assert steady.num_workers == 0 and "not_sure" not in steady.fired_rules and "not sure" not in head, head
 
@@ -653,7 +653,7 @@ def test_the_report_says_how_sure_it_is_where_the_noise_straddles_the_5_percent_
         return [rule.text(numbers) for rule in RULES if rule.when(numbers) and rule.name == "not_sure"]
 
     noisy = notes([3.13, 3.25, 4.00, 3.83, 3.49, 3.47, 3.40], [3.26, 3.39, 3.46, 3.66, 3.51, 3.19, 3.68])
-    assert len(noisy) == 1 and "4 worker(s) were measured 1.7% behind the fastest, give or take" in noisy[0], noisy
+    assert len(noisy) == 1 and "4 workers measured 1.7% behind the fastest, give or take" in noisy[0], noisy
     assert "cannot say which is the fewest count within 5%" in noisy[0] and "More epochs" in noisy[0]
     steady = notes([3.50, 3.51, 3.52, 3.51, 3.50, 3.52, 3.51], [3.45, 3.46, 3.44, 3.45, 3.46, 3.44, 3.45])
     assert steady == []
@@ -678,9 +678,9 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_e
 
     for rounds in (0, 1):  # the record's whole rounds do not matter: each count's turns do
         said, head = few_turns(1, rounds)
-        assert len(said) == 1 and "time for 1 turn(s) of each count" in said[0] and "More epochs" in said[0], said
+        assert len(said) == 1 and "time for 1 turn of each count" in said[0] and "More epochs" in said[0], said
         # the terminal shows no notes: its first line says it, as it says a fallback
-        assert head.endswith("(measured in your run; 1 turn(s) a count only: more epochs give a surer count)"), head
+        assert head.endswith("(measured in your run; 1 turn a count only: more epochs give a surer count)"), head
     # three turns of the advised and the fastest count say it, whatever the counts dropped early had
     assert few_turns(3, 2) == ([], "num_workers = 6   --cpus-per-task = 8   (measured in your run)")
     # one count tried (2 CPUs hold one worker): there is nothing to rank, and no turn to count (it read "0 round(s)")
@@ -688,7 +688,7 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_e
     one = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
         "status": "tried", "own_workers": 1, "rounds": 0, "segments": alone,
         "settings": {str(k): t for k, t in summed(alone).items()}})
-    assert "few_turns" not in one.fired_rules and "turn(s)" not in _advice_head(SimpleNamespace(advice=one))[0]
+    assert "few_turns" not in one.fired_rules and "a count only" not in _advice_head(SimpleNamespace(advice=one))[0]
     # ... nor a "not sure" of the one count behind itself (unseen t_3: "not sure: 1 worker(s) 0.0% ± 8.6% behind")
     assert "not_sure" not in one.fired_rules and "not sure" not in _advice_head(SimpleNamespace(advice=one))[0]
 
@@ -713,7 +713,7 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
     assert "--try-workers 0,1" in said["capped_zero_untried"] and "add CPUs" in said["capped_zero_untried"], said
     # the counts to time with 0 are those already tried too (unseen t_6 tried 1 and 2 and was told "0,2")
     said, numbers = fired(2, {"1": one, "2": {"steps": 103, "seconds": 103 * 0.0415, "wait_seconds": 103 * 0.033}})
-    assert "--try-workers 0,1,2)" in said["capped_zero_untried"] and "count tried on 2 CPU(s)" in said[
+    assert "--try-workers 0,1,2)" in said["capped_zero_untried"] and "count tried on 2 CPUs" in said[
         "capped_zero_untried"], said
     # but where fewer workers were slower, none is slower still: 0 is not named (unseen v_5: 1 worker 120.6 ms a step,
     # 2 workers 55.0 ms, and the report said to time 0 workers too)
@@ -764,7 +764,7 @@ def test_a_real_run_on_two_cpus_whose_loader_waits_at_every_count_asks_for_more_
     assert (numbers.num_workers, numbers.cpus_per_task) == (2, 3)
     assert "--try-workers" not in done.stdout  # 0 workers was tried (and fewer were slower anyway)
     why = done.stdout.split("Why:")[1].split("(the curve")[0]
-    assert "At every count tried on your 2 CPU(s), your loop waited" in why, why
+    assert "At every count tried on your 2 CPUs, your loop waited" in why, why
     assert "profile again with more CPUs" in why, why
 
 
@@ -777,7 +777,7 @@ def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_t
         "settings": {"2": timed, "6": {"steps": 25, "seconds": 25 * 0.043, "wait_seconds": 0.0}},
         "traced": {"steps": 127, "seconds": 127 * 0.0597, "wait_seconds": 127 * 0.0156}})
     lines = "\n".join(_loop_lines(SimpleNamespace(loop=loop, advice=SimpleNamespace(numbers=numbers))))
-    assert "on the 4 CPUs of 2 worker(s); the traced part had all 16" in lines and "tracing made" not in lines
+    assert "on the 4 CPUs of 2 workers; the traced part had all 16" in lines and "tracing made" not in lines
     reasons = " ".join(rule.text(numbers) for rule in RULES if rule.when(numbers))
     assert "it needs CPUs" not in reasons and "the step itself needs CPUs" in reasons  # full text, not the brief
     assert "The loader is the bottleneck" not in reasons and "not the bottleneck" not in reasons
@@ -795,7 +795,7 @@ def test_counts_tried_on_fewer_cpus_than_the_job_is_said_to_have_are_warned_of()
             "status": "tried", "own_workers": 1, "rounds": 2, "settings": timed, "cpus": tried_on})
         return [rule.text(numbers) for rule in RULES if rule.when(numbers) and rule.name == "tried_on_fewer_cpus"]
 
-    assert warned(16, 2) == ["Worker counts were tried on the 2 CPU(s) the script's process had, not the job's 16: a "
+    assert warned(16, 2) == ["Worker counts were tried on the 2 CPUs the script's process had, not the job's 16: a "
                              "script that narrows its own CPUs (os.sched_setaffinity, taskset) keeps them whatever "
                              "--cpus-per-task says; else profile inside the job to try the counts its CPUs hold."]
     assert warned(2, 2) == [] and warned(16, None) == [] and warned(2, 16) == []
@@ -804,7 +804,7 @@ def test_counts_tried_on_fewer_cpus_than_the_job_is_said_to_have_are_warned_of()
     pinned = model_numbers(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
         "status": "tried", "own_workers": 1, "rounds": 2, "settings": timed, "cpus": 1})
     said = {rule.name: rule.brief(pinned) for rule in RULES if rule.when(pinned)}
-    assert "tried on your 1 CPU(s)" in said["capped_in_run"] and "tried_on_fewer_cpus" in said, said
+    assert "tried on your 1 CPU" in said["capped_in_run"] and "tried_on_fewer_cpus" in said, said
 
 
 def test_a_held_turn_moves_every_thread_and_never_more_torch_threads_than_cpus():

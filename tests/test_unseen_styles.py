@@ -115,7 +115,7 @@ def test_where_the_cpus_cap_an_estimate_the_why_lines_say_so_not_how_many_worker
     advice = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1))
     assert advice.num_workers == 1 and {"capped_by_cpus", "workers_from_starved_loop"} <= set(advice.fired_rules)
     why = advice.briefs[:3]
-    assert any("CPU(s) hold: the loader stays the bottleneck" in line for line in why), why
+    assert any("CPUs hold: the loader stays the bottleneck" in line for line in why), why
     assert not any("One worker needs" in line for line in advice.briefs), advice.briefs
     assert any("one worker needs about" in reason for reason in advice.reasons)  # the Markdown, HTML and JSON keep it
 
