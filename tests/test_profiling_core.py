@@ -168,6 +168,20 @@ def test_a_forward_two_calls_down_from_the_loop_is_in_the_forward_phase():
     assert seconds.sum() == pytest.approx(3.5) and seconds["other"] == pytest.approx(0.0), seconds
 
 
+def test_a_loss_function_called_on_the_models_output_takes_its_own_time_and_the_forward_keeps_the_rest():
+    """`loss = dice_bce(model(img), mask)`, the loss a profiled function of the script's own and the model's forward
+    not: the whole line (1.41 s) was shared out as dice_bce's lines were, and the table had no forward row (unseen
+    y_6). Only the function's own time is shared; the rest of the line is the forward it also runs."""
+    rows = [("train", 79, "for img, mask in loader:", "data_wait", 0.3),
+            ("train", 80, "loss = dice_bce(model(img), mask)", "forward", 1.4),
+            ("train", 82, "loss.backward()", "backward", 1.5),
+            ("dice_bce", 71, "p = torch.sigmoid(logits)", "other", 0.05),
+            ("dice_bce", 73, "return dice + F.binary_cross_entropy_with_logits(logits, target)", "loss", 0.15)]
+    seconds = phase_seconds(rows, LoopSummary("t.py", "train", 79, 10, 0.3, 2.9, lines=(79, 82)))
+    assert seconds["forward"] == pytest.approx(1.2) and seconds["loss"] == pytest.approx(0.15), seconds
+    assert seconds["other"] == pytest.approx(0.05) and seconds.sum() == pytest.approx(3.2), seconds
+
+
 def test_the_closure_an_optimizer_step_runs_is_shared_out_as_its_lines_are():
     """`optimizer.step(closure)`, the closure running the forward and backward (Lightning's automatic optimization,
     L-BFGS): the phase table said optimizer 81 %, forward 0.5 % (unseen p_2). The closure's own time is shared out as
