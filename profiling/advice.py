@@ -187,7 +187,7 @@ RULES: tuple[Rule, ...] = (
          "the step itself needs CPUs (work on the CPU in the main process, which workers compete with), so each "
          "worker count was tried on the CPUs it would be given."),
     Rule("waited_untraced", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus,
-         "The loader is the bottleneck: your loop waited {wait_pct:.0f}% of each step for data (timed untraced, "
+         "The loader holds your loop back: it waited {wait_pct:.0f}% of each step for data (timed untraced, "
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped and not n.zero_untried,
@@ -229,7 +229,7 @@ RULES: tuple[Rule, ...] = (
          "Starting each count's workers took {start_total_s:.0f} s in {starts} turns (a `spawn` or `forkserver` loader "
          "starts Python in every worker): each turn was timed for at least {turn_s:.1f} s, twice a start."),
     Rule("loader_bound", "advice", lambda n: n.loader_bound and n.basis != "tried",
-         "The loader is the bottleneck: the main process waited {wait_ms:.2f} ms per batch for data and "
+         "The loader holds your loop back: the main process waited {wait_ms:.2f} ms per batch for data and "
          "computed for {compute_ms:.2f} ms, so {wait_pct:.0f}% of each step was spent waiting "
          "(line {loop_where}, {batches} batches)."),
     Rule("many_small_files", "advice", lambda n: n.loader_bound and n.reads_dominate,

@@ -32,13 +32,14 @@ def whole_rounds(timed: int, workers: int, before: int = 0) -> bool:
 
 def candidates(own: int, cpus: int, gpus: int, pin: bool | None, asked: str, idle: bool = False) -> list[int]:
     """The worker counts to try: those named, or the ladder within the job's CPUs, its top, the script's own, and one
-    more where few fit and the traced loop sat `idle`: the main process's CPU is free while it waits (unseen u_1, v_4:
-    on 2 CPUs, 2 workers stepped twice as fast as 1)."""
+    more where few fit and the traced loop sat `idle` (the main process's CPU is free while it waits: unseen u_1, v_4,
+    on 2 CPUs 2 workers stepped twice as fast as 1) or the script's own is more (y_4 ran 3 on 2 CPUs: is 2 enough?).
+    A CPU-only job tries 0 too: there the main process alone can be the fastest (unseen p_2, p_4, y_3)."""
     if asked not in ("", "auto"):
         return sorted({int(k) for k in asked.split(",") if k.strip().isdigit()} | {own})
     top = workers_for_cpus(cpus, gpus, pin)
-    more = {top + 1} if idle and top < FEW_WORKERS else set()
-    return sorted({k for k in TRY_LADDER if k <= top} | more | {top, own} - ({0} if top > 0 and own > 0 else set()))
+    more = {top + 1} if (idle or own > top) and top < FEW_WORKERS else set()
+    return sorted({k for k in TRY_LADDER if k <= top} | more | {top, own} | ({0} if gpus == 0 else set()))
 
 
 def fewest_within(steps: dict[int, float], tolerance: float = TOLERANCE) -> int:

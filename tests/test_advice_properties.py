@@ -42,15 +42,15 @@ def check(numbers: AdviceNumbers) -> None:
     fired = {rule.name: rule.text(numbers, kit_script=True) for rule in RULES if rule.when(numbers)}
     text = " ".join(fired.values())
     assert not ("stay the bottleneck" in text and "not the bottleneck" in text), text
-    assert not ("The loader is the bottleneck" in text and "not the bottleneck" in text), text
-    assert not ("The loader is the bottleneck" in text and "no_workers_needed" in fired), text
+    assert not ("The loader holds your loop back" in text and "not the bottleneck" in text), text
+    assert not ("The loader holds your loop back" in text and "no_workers_needed" in fired), text
     if "compute_bound" in fired and numbers.workers_known:  # a loop that did not wait is never given more workers
         assert numbers.num_workers is None or numbers.num_workers <= numbers.current_workers or numbers.basis in (
             "estimate", "tried", "none") or not numbers.loop_found, numbers
     if numbers.basis == "tried":  # the measured path: the advice is a measured count, fewest within tolerance
         steps = numbers.tried
         assert numbers.num_workers in steps and "compute_bound" not in fired
-        assert ("The loader is the bottleneck" in text) != ("step_needs_cpus" in fired)  # one reason, never both
+        assert ("The loader holds your loop back" in text) != ("step_needs_cpus" in fired)  # one reason, never both
         line = (1 + numbers.tolerance_pct / 100) * min(steps.values())  # within the stated tolerance of the fastest
         assert numbers.tolerance_pct == 5 and steps[numbers.num_workers] <= line  # the goal's own line, no wider
         assert all(steps[k] > line for k in steps if k < numbers.num_workers)

@@ -128,7 +128,7 @@ def test_a_compute_heavy_step_with_a_small_wait_is_never_called_loader_bound(tmp
     assert done.returncode == 0, done.stderr
     report = build_report(tmp_path / "heavy_step.lprof")
     numbers, text = report.advice.numbers, " ".join(report.advice.reasons)
-    assert not numbers.loader_bound and "The loader is the bottleneck" not in text
+    assert not numbers.loader_bound and "The loader holds your loop back" not in text
     assert "not the bottleneck" in text and report.advice.num_workers == 0  # never more workers than it used
     # ... and never fewer CPUs than it ran on: a CPU-only step computes on them (unseen u_4 was told 1 of its 2, and
     # on one CPU its epoch ran 1.7x as long)
@@ -149,7 +149,11 @@ def test_the_candidates_stay_within_the_jobs_cpus_and_the_advice_is_the_fewest_w
     assert candidates(0, 2, 0, None, "auto") == [0, 1]
     assert candidates(3, 2, 0, None, "1,2") == [1, 2, 3]
     # a loop that sat idle a quarter of its step: one worker more than fit, on few CPUs only (its CPU is free meanwhile)
-    assert candidates(1, 2, 0, None, "auto", idle=True) == [1, 2]
+    assert candidates(1, 2, 0, None, "auto", idle=True) == [0, 1, 2]
+    # a CPU-only job tries 0 as well (unseen y_3: 1 worker on 2 CPUs was the one count tried); 3 workers of the
+    # script's own on 2 CPUs: the count between them too (unseen y_4 tried 1 and 3 only, and kept 3 with 4 CPUs)
+    assert candidates(1, 2, 0, None, "auto") == [0, 1] and candidates(1, 16, 0, None, "auto")[0] == 0
+    assert candidates(3, 2, 0, None, "auto") == [0, 1, 2, 3] and candidates(3, 2, 1, None, "auto") == [0, 1, 3]
     assert candidates(0, 2, 0, None, "auto", idle=True) == [0, 1, 2]
     assert candidates(1, 16, 1, True, "auto", idle=True) == [1, 2, 4, 6, 8, 12, 14]
     assert candidates(1, 2, 1, True, "auto", idle=True) == [0, 1]  # a GPU job of 2 CPUs: 1 worker beside it, and 0
@@ -693,6 +697,20 @@ def test_the_report_says_how_sure_it_is_where_the_run_had_time_for_one_turn_of_e
     assert "not_sure" not in one.fired_rules and "not sure" not in _advice_head(SimpleNamespace(advice=one))[0]
 
 
+def test_a_loop_that_waited_6_percent_is_held_back_not_bottlenecked_and_counts_read_in_plain_english():
+    """Unseen y_6 on 2 CPUs: its loop waited 6 % of each step at 2 workers and at 1, and the JSON's first reason read
+    "The loader is the bottleneck", beside advice of fewer workers, while compute took 94 % of each step."""
+    loop = LoopSummary("unet.py", "train_epochs", 79, 69, 69 * 0.0024, 69 * 0.0376, 2)
+    step = {"1": {"steps": 40, "seconds": 40 * 0.03958, "wait_seconds": 40 * 0.0024},
+            "2": {"steps": 40, "seconds": 40 * 0.03994, "wait_seconds": 40 * 0.0025}}
+    numbers = model_numbers(loop, JobFacts(cpus=2, gpus=0, num_workers=2), trials={
+        "status": "tried", "own_workers": 2, "rounds": 1, "settings": step, "segments": [(2, 40, 1.6), (1, 40, 1.6)]})
+    said = {rule.name: rule.text(numbers) for rule in RULES if rule.when(numbers)}
+    assert numbers.num_workers == 1 and "is the bottleneck" not in " ".join(said.values()), said
+    assert said["waited_untraced"].startswith("The loader holds your loop back: it waited 6% of each step"), said
+    assert "with 2 workers)" in said["waited_untraced"] and "1 worker 39.58 ms a step" in said["workers_tried"]
+
+
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
     """A loop run unseen on 2 CPUs (a progress-bar generator around its loader): the one worker they hold was the
     only count tried, and the loop waited 76 % of each step with it. The report must say the loader stays the
@@ -780,7 +798,7 @@ def test_the_report_says_so_where_the_untraced_step_ran_on_fewer_cpus_than_the_t
     assert "on the 4 CPUs of 2 workers; the traced part had all 16" in lines and "tracing made" not in lines
     reasons = " ".join(rule.text(numbers) for rule in RULES if rule.when(numbers))
     assert "it needs CPUs" not in reasons and "the step itself needs CPUs" in reasons  # full text, not the brief
-    assert "The loader is the bottleneck" not in reasons and "not the bottleneck" not in reasons
+    assert "The loader holds your loop back" not in reasons and "not the bottleneck" not in reasons
 
 
 def test_counts_tried_on_fewer_cpus_than_the_job_is_said_to_have_are_warned_of():
