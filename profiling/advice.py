@@ -196,7 +196,7 @@ RULES: tuple[Rule, ...] = (
          "profile again."),
     Rule("capped_zero_untried", "advice", lambda n: n.basis == "tried" and n.capped and n.zero_untried,
          "At every count tried on the {tried_cpus} CPU(s) your run had, your loop "
-         "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not tried, as your run had workers: on a "
+         "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not among the counts tried: on a "
          "CPU-only job the main process alone can be the fastest where a batch costs little to build, as it leaves "
          "the workers' CPUs to the step. Time it too (`python -m profiling run --try-workers {zero_untried} -- "
          "SCRIPT ARGS`), or ask for more CPUs and profile again."),
@@ -218,7 +218,7 @@ RULES: tuple[Rule, ...] = (
          "workers built some batches: per-worker random augmentation, and so the losses, may differ from a plain "
          "run's; the sampler's order and the batches of each epoch do not."),
     Rule("zero_not_tried", "note", lambda n: n.zero_untried and not n.capped,
-         "0 workers was not tried, as your run had workers. On a CPU-only job the main process alone, building each "
+         "0 workers was not among the counts tried. On a CPU-only job the main process alone, building each "
          "batch itself, can be the fastest where a batch costs little to build: it leaves the workers' CPUs to the "
          "step. To time it too: `python -m profiling run --try-workers {zero_untried} -- SCRIPT ARGS`."),
     Rule("few_turns", "note", lambda n: n.basis == "tried" and len(n.tried or ()) > 1
