@@ -5,6 +5,7 @@ workers kept busy. CPU use comes from /proc (the whole process tree, forked work
 """
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -39,23 +40,17 @@ def process_tree_usage(root: int) -> tuple[float, float]:
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    cpu_s = rss = 0.0
-    todo = [root] if root in stats else []
-    while todo:
-        pid = todo.pop()
-        cpu_s += stats[pid][1]
-        rss += stats[pid][2]
-        todo.extend(children.get(pid, []))
-    return cpu_s, rss
+    tree = [root] if root in stats else []
+    for pid in tree:  # the list grows as it is read: every descendant in turn
+        tree += children.get(pid, [])
+    return math.fsum(stats[pid][1] for pid in tree), math.fsum(stats[pid][2] for pid in tree)
 
 
 def _visible_gpu_handles(nvml) -> list[tuple[int, object]]:
     """NVML handles of the GPUs this job sees (CUDA_VISIBLE_DEVICES when set, else all)."""
     count = nvml.nvmlDeviceGetCount()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return [(i, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
     handles = []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", ",".join(map(str, range(count))))
     for item in (v.strip() for v in visible.split(",") if v.strip()):
         if item.isdigit() and int(item) < count:
             handles.append((int(item), nvml.nvmlDeviceGetHandleByIndex(int(item))))
