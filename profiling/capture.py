@@ -284,9 +284,7 @@ def loader_for_loop(loaders: Sequence[Mapping[str, Any]], file: str | None = Non
 def batches_per_second(entry: Mapping[str, Any]) -> float | None:
     """The loop's rate from the loader's own batches, leaving out the first (worker start-up)."""
     batches, first, last = entry.get("batches") or 0, entry.get("first_batch_s"), entry.get("last_batch_s")
-    if batches < 2 or first is None or last is None or last <= first:
-        return None
-    return (batches - 1) / (last - first)
+    return None if batches < 2 or first is None or last is None or last <= first else (batches - 1) / (last - first)
 
 
 class LoopStep(NamedTuple):
@@ -301,9 +299,7 @@ def loop_step(entry: Mapping[str, Any]) -> LoopStep | None:
     """The loop's compute and data wait per batch, as the hook timed them; None under FEW_STEPS steps or no compute."""
     steps = int(entry.get("loop_steps") or 0)
     seconds, wait = float(entry.get("loop_seconds") or 0.0), float(entry.get("loop_wait_seconds") or 0.0)
-    if steps < FEW_STEPS or seconds - wait <= 0:
-        return None
-    return LoopStep((seconds - wait) / steps, wait / steps, steps)
+    return None if steps < FEW_STEPS or seconds - wait <= 0 else LoopStep((seconds - wait) / steps, wait / steps, steps)
 
 
 def main(argv: list[str] | None = None) -> int:
