@@ -106,9 +106,8 @@ def machine_meta(machine: Environment, script: Path, script_args: list[str], num
     """The job's CPUs, GPUs and the script's num_workers, as `<stem>.meta.json` records them."""
     cpus = cpus_from_env(machine.env, machine.affinity)[0] or 1
     gpus = gpus_from_env(machine.env, machine.nvml_gpus)[0]
-    workers, workers_source = script_num_workers(script, script_args, cpus, min(gpus or 0, 1))
-    if num_workers is not None:
-        workers, workers_source = num_workers, "dlkit-prof run --num-workers"
+    workers, workers_source = (num_workers, "dlkit-prof run --num-workers") if num_workers is not None \
+        else script_num_workers(script, script_args, cpus, min(gpus or 0, 1))
     return {"num_workers": workers, "num_workers_source": workers_source, "cpus": cpus,
             "gpus": gpus, "cores_per_gpu": cores_per_gpu_of(machine.node_text),
             "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ}}
