@@ -159,12 +159,11 @@ class Trials:
                 self.queue = [self.own or 0]  # too short to say: time it again
                 return
             share, self.squeezed = base["wait_seconds"] / base["seconds"], self.held_slower(base)
-            keeps_up = self.keeps_up(base)
             if not self.squeezed and LOADER_BOUND / NEAR <= share < NEAR * LOADER_BOUND and len(self.segments) < 2:
                 self.queue = [self.own or 0]  # near the line, either side, after one turn: decide on two (j_5: 4.4 %)
                 return
-            self.status = "compute-bound" if keeps_up else "trying"
-            if keeps_up:
+            self.status = "compute-bound" if self.keeps_up(base) else "trying"
+            if self.status == "compute-bound":
                 return self.release()
         else:
             self.rounds += 1
