@@ -207,6 +207,24 @@ def test_a_counts_noise_is_the_spread_of_its_turns_once_it_has_three():
     assert fewest_within({4: 2.15e-3, 12: 2.0835e-3}) == 4  # a 3.2 % lead is no reason for 8 more workers
 
 
+def test_each_counts_loader_keeps_the_scripts_options_that_torch_allows_at_that_count():
+    """Unseen z_6: `DataLoader(..., num_workers=1, timeout=30)` on a CPU-only job, whose 0 turn was built with the
+    timeout too; torch refused it ("requires timeout == 0") inside the script's loop, and the training died."""
+    from torch.utils.data import DataLoader
+
+    own = DataLoader(list(range(12)), batch_size=4, num_workers=1, timeout=30, prefetch_factor=3)
+    trials = Trials()
+    trials.feed.batches, trials.feed.open = list(own.batch_sampler), True
+    try:
+        none = trials.loader_for(0, own)
+        assert [batch.tolist() for batch in none] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+        trials.feed.handed, two = 0, trials.loader_for(2, own)
+        assert (two.timeout, two.prefetch_factor, two.persistent_workers) == (30, 3, True)
+        assert sum(len(batch) for batch in two) == 12
+    finally:
+        trials.release()
+
+
 def test_a_subset_random_sampler_and_shuffle_true_count_as_shuffling_a_fixed_order_does_not():
     """A train split drawn by SubsetRandomSampler is a training loader's order (unseen e_2 was recorded unshuffled)."""
     from torch.utils.data import DataLoader, SubsetRandomSampler
