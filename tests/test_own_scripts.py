@@ -534,7 +534,8 @@ def test_workers_sized_by_cpu_count_are_set_by_the_edit_even_where_the_count_sta
     assert workers_given("?") == workers_given(f"{script}:1") == (None, False, None)  # capture's unknown line; no call
     where = f"{script}:{line_of(script, 'loader = DataLoader(')}"
     assert f"{where}  DataLoader(..., num_workers={report.advice.num_workers}" in report.advice.edits[1], report.advice
-    assert any("takes num_workers from a CPU count" in note for note in report.notes), report.notes
+    assert any("takes num_workers from a CPU count, which gives the advised count only by chance" in note
+               for note in report.notes), report.notes  # not "leaves the main process no CPU" (z_2: `// 2`)
     kept = replace(report.advice.numbers, num_workers=1, current_workers=1, workers_known=True)  # the count stays
     assert f"{where}  DataLoader(..., num_workers=1" in script_edits(kept, report.facts)[0]
     assert not any("num_workers" in e for e in script_edits(kept, replace(report.facts, by_cpu_count=False)))

@@ -114,6 +114,10 @@ def test_phases_of_the_classic_training_loop():
     # a Keras-like fit() method of the model calls itself inside the loss (unseen v_6 read `loss`, no forward row)
     ("for xb, yb in loader:\n    loss = F.mse_loss(self(xb), yb)\n    loss.backward()",
      {2: "data_wait", 3: "forward", 4: "backward"}),
+    # an ensemble's optimizers stepped in a loop of their own, `o.step()`, and a loss named `self.crit` (unseen z_2,
+    # z_3 read `other`); a Trainer's own `self.step()` is its step, shared out as its lines are, not the optimizer
+    ("for x, y in loader:\n    for m, o in pairs:\n        o.zero_grad()\n        loss = self.crit(m(x), y)\n"
+     "        o.step()\n    self.step()", {4: "optimizer", 5: "loss", 6: "optimizer", 7: "other"}),
     # a siamese pair through one encoder, inside the loss (unseen w_4 read `other`, no forward row)
     ("for a, b, same in loader:\n    loss = contrastive(enc(a), enc(b), same)\n    loss.backward()",
      {2: "data_wait", 3: "forward", 4: "backward"}),
