@@ -20,7 +20,7 @@ from profiling.lprof import load_lprof
 from profiling.precheck import (flag_choices, sixth_argument, takes_metrics_json, worker_flag, workers_assigned,
                                 workers_from_slurm, workers_given, workers_set_at)
 from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
-from profiling.records import ProfileError, Report
+from profiling.records import ProfileError, Report, plural
 from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
 from profiling.table import line_table, read_sources
@@ -168,6 +168,8 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which gives the advised count "
               "only by chance (and cpu_count() counts even the node's cores): the edit sets the count itself"
               ] if facts.by_cpu_count else []
+    notes += [plural(f"{k} worker(s) not tried: torch refused a DataLoader of the script's options at that count "
+                     f"({why}); the run went on without it") for k, why in (trials.get("refused") or {}).items()]
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     phases = phase_summary(table, loop)

@@ -50,6 +50,7 @@ class Trials:
         self.timed: dict[int, dict[str, float]] = {}
         self.segments: list[tuple[int, int, float]] = []  # (workers, timed steps, seconds) of each turn
         self.starts: list[float] = []  # seconds from each turn's new workers to its first batch
+        self.refused: dict[str, str] = {}  # counts whose DataLoader torch refused, and why
         self.resumes: int | None = None  # the count whose turn the epoch's end cut: its next turn goes on
         self.untraced, self.traced = (dict(NO_TIME) for _ in range(2))
         self.mask: set[int] | None = None  # the job's CPUs, once started
@@ -103,9 +104,8 @@ class Trials:
         """The iterator for a new epoch: the script's own while tracing, else the segmented one. A first pass cut short
         at another line (a peek, an LR finder: unseen l_4), or a whole one in another function with gradients on (a
         distilling teacher's warm-up before its student's loop: x_2), was not the loop: the traced part starts again
-        here (a step-based loop's own `it = iter(loader)` after the first is the same loop). A pass
-        at another line without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is
-        served, not timed."""
+        here (a step-based loop's own `it = iter(loader)` after the first is the same loop). A pass at another line
+        without gradients (accuracy over the training set: l_1; not the loop under `no_grad`: m_1) is served untimed."""
         if not self.is_training(entry, loader):  # the same line's loader, shuffled alike, grad on, after an epoch:
             first, grad = self.entry, sys.modules["torch"].is_grad_enabled()  # built anew each epoch (unseen r_4)
             if self.tracing and grad and first.get("built_at") != "?" and first["batches"] >= first["epoch_batches"] \
@@ -243,6 +243,12 @@ class Trials:
             if iterator is not None:
                 iterator._shutdown_workers()
 
+    def refuse(self, workers: int, error: Exception) -> None:
+        """Drop a count whose DataLoader torch refused: the script's training goes on without it (unseen z_6)."""
+        self.refused[str(workers)] = f"{type(error).__name__}: {error}"
+        self.settings, self.queue = [k for k in self.settings if k != workers], [k for k in self.queue if k != workers]
+        self.drop([workers])
+
     def release(self) -> None:
         self.queue = []
         self.drop(self.loaders)
@@ -289,7 +295,8 @@ class Trials:
                 "starts": len(self.starts), "start_seconds": sum(self.starts),  # and a turn's length, if they set it:
                 "lengthened_to": turn_s if turn_s > self.segment_s else None, "cpus": len(self.mask or ()) or None,
                 "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
-                "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
+                "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments,
+                "refused": self.refused}
 
 
 class Feed:
@@ -340,10 +347,15 @@ class Segmented:
         workers = self.loader.num_workers if self.workers is None else self.workers
         self.trials.hold(self.workers)
         self.feed.open = True
-        loader = self.trials.loader_for(workers, self.loader)
-        forks = workers > 0 and loader._iterator is None  # a new turn starts its workers (one going on keeps them)
-        self.opened = time.perf_counter() if forks else None  # to its first batch: the workers' start
-        self.inner = interrupts.guarded(self.make, loader)  # torch's own __iter__ (not recorded as the script's)
+        try:
+            loader = self.trials.loader_for(workers, self.loader)
+            forks = workers > 0 and loader._iterator is None  # a new turn starts its workers (one going on keeps them)
+            self.opened = time.perf_counter() if forks else None  # to its first batch: the workers' start
+            self.inner = interrupts.guarded(self.make, loader)  # torch's own __iter__ (not recorded as the script's)
+        except Exception as error:  # a count torch refuses this loader at is not tried; the script's own still runs
+            if self.workers is None or self.workers == self.trials.own:
+                raise
+            return self.trials.refuse(self.workers, error) or self.open()
         if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
             atexit.unregister(self.trials.release)
             atexit.register(self.trials.release)

@@ -319,6 +319,35 @@ def test_a_segment_times_whole_rounds_of_its_workers(monkeypatch):
     assert ended and all(n % 4 == 0 and n >= 8 for _, n, _ in ended), trials.segments
 
 
+def test_a_count_whose_dataloader_torch_refuses_is_dropped_and_the_epoch_goes_on(monkeypatch):
+    """Unseen z_6: torch refused the 0 turn's DataLoader inside the script's loop, and the training died. A count
+    refused is dropped from the trials and recorded; the others serve the whole epoch. The script's own count is not:
+    its refusal is the script's own error, raised as it would be without the profiler."""
+    monkeypatch.setattr(trials_module, "STARTS", 0.0)  # turns as long as segment_s, whatever a fork costs
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.arange(96.0)), batch_size=2)
+    trials = Trials(asked="0,2", segment_s=0.0)
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 1, [0, 1, 2], None, "trying", [2, 0, 1]
+    made = trials.loader_for
+
+    def refusing(workers: int, own: DataLoader) -> DataLoader:
+        if workers in refused:
+            raise ValueError(f"no loader at {workers}")
+        return made(workers, own)
+
+    monkeypatch.setattr(trials, "loader_for", refusing)
+    refused = {2}
+    served = [batch for (batch,) in Segmented(trials, loader, iter)]
+    assert torch.cat(served).tolist() == list(range(96))  # every batch, in the sampler's order
+    assert trials.refused == {"2": "ValueError: no loader at 2"} and 2 not in trials.settings + trials.queue
+    assert trials.record()["refused"] == {"2": "ValueError: no loader at 2"}
+    trials.status, trials.settings, trials.queue, refused = "trying", [0, 1], [1], {1}
+    with pytest.raises(ValueError, match="no loader at 1"):
+        list(Segmented(trials, loader, iter))
+
+
 def test_a_turn_cut_by_the_epochs_end_goes_on_next_epoch_as_the_same_turn(monkeypatch):
     """A turn the epoch's end cuts is resumed first in the next epoch, and both parts are one turn: counted
     as two, one cut turn would pass for two and lose the one-turn rule's 2x margin. Turns that each ended
