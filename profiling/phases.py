@@ -350,8 +350,9 @@ def _through_calls(rows: pd.DataFrame, table: pd.DataFrame, depth: int = 3) -> p
     for line in rows.itertuples() if depth else ():
         named = calls if line.phase in ("other", "loss", "forward") else passed if line.phase == "optimizer" else {}
         if len(called := {f for f, pattern in named.items() if pattern.search(line.source)}) == 1:
-            name = (f := called.pop()).rpartition(".")[2]
-            share = _through_calls(stepping[stepping["function"] == f], table, depth - 1)
+            function = called.pop()
+            name = function.rpartition(".")[2]
+            share = _through_calls(stepping[stepping["function"] == function], table, depth - 1)
             # the rest of the line stays its own: the step's own update, or `dice_bce(model(x), y)`'s forward (y_6)
             own = named is passed or line.phase not in ("other", "loss" if LOSS_NAMES.search(name) else "forward")
             part = min(line.seconds, share.sum()) if own else line.seconds
