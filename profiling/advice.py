@@ -130,8 +130,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
             "tried_wait_pct": 100 * least_wait, "turn_s": trials.get("lengthened_to") or 0.0,
             "start_total_s": trials.get("start_seconds", 0.0), "tried_cpus": trials.get("cpus") or facts.cpus,
-            "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps
-            and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # fewer were no slower (v_5: 1 was 2x 2's)
+            "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps and "0"
+            not in trials.get("refused", {}) and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # (v_5)
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up

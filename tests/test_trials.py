@@ -785,6 +785,10 @@ def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_c
     said, numbers = fired(2, {"1": {"steps": 40, "seconds": 40 * 0.1206, "wait_seconds": 40 * 0.11}, "2": {
         "steps": 40, "seconds": 40 * 0.0550, "wait_seconds": 40 * 0.044}})
     assert numbers.num_workers == 2 and numbers.capped and not numbers.zero_untried and "capped_in_run" in said, said
+    # where torch refused the 0 count's DataLoader (and the report says so), 0 is not asked for again
+    numbers = model_numbers(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
+        "status": "tried", "own_workers": 1, "rounds": 1, "settings": {"1": one}, "refused": {"0": "ValueError: x"}})
+    assert not numbers.zero_untried and [r.name for r in RULES if r.when(numbers) and "zero" in r.name] == []
     gpu = model_numbers(loop, JobFacts(cpus=2, gpus=1, num_workers=1), trials={
         "status": "tried", "own_workers": 1, "rounds": 1, "settings": {"1": one}})
     assert [r.name for r in RULES if r.when(gpu) and r.name.startswith("capped")] == ["capped_in_run"]
