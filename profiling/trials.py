@@ -294,9 +294,8 @@ class Trials:
                 "own_workers": self.own, "rounds": self.rounds, "segment_seconds": self.segment_s,
                 "starts": len(self.starts), "start_seconds": sum(self.starts),  # and a turn's length, if they set it:
                 "lengthened_to": turn_s if turn_s > self.segment_s else None, "cpus": len(self.mask or ()) or None,
-                "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed,
-                "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments,
-                "refused": self.refused}
+                "untraced": self.untraced, "traced": self.traced, "squeezed": self.squeezed, "refused": self.refused,
+                "settings": {str(k): t for k, t in sorted(self.timed.items())}, "segments": self.segments}
 
 
 class Feed:
@@ -355,7 +354,8 @@ class Segmented:
         except Exception as error:  # a count torch refuses this loader at is not tried; the script's own still runs
             if self.workers is None or self.workers == self.trials.own:
                 raise
-            return self.trials.refuse(self.workers, error) or self.open()
+            self.trials.refuse(self.workers, error)
+            return self.open()  # the next count's turn, or the script's own count once none is left
         if forks:  # stop the workers at exit before torch's handler (last in, first out) waits 5 s for each
             atexit.unregister(self.trials.release)
             atexit.register(self.trials.release)
