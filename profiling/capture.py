@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from profiling import interrupts
 from profiling import trials as trials_module
+from profiling.segments import Segmented
 
 PATH_VAR = "DLPROF_LOADERS"         # where to write the record
 WORKERS_VAR = "DLPROF_SET_WORKERS"  # num_workers forced on every DataLoader (sweep)
@@ -158,7 +159,7 @@ class Capture:
                 iterator = interrupts.guarded(iterate, self)
             else:  # the training loader after its traced part: maybe served by other worker counts
                 iterator = interrupts.guarded(capture.trials.iterator, self, entry, iterate, *capture.iterated(self))
-            if isinstance(iterator, trials_module.Segmented):
+            if isinstance(iterator, Segmented):
                 iterator.after = lambda asked: capture.batch(entry, iterator, asked)
             else:
                 object.__setattr__(iterator, "_dlprof_entry", entry)

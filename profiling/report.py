@@ -168,8 +168,9 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
     notes += [f"the DataLoader at {facts.loader_at} takes num_workers from a CPU count, which gives the advised count "
               "only by chance (and cpu_count() counts even the node's cores): the edit sets the count itself"
               ] if facts.by_cpu_count else []
-    notes += [plural(f"{k} worker(s) not tried: torch refused a DataLoader of the script's options at that count "
-                     f"({why}); the run went on without it") for k, why in (trials.get("refused") or {}).items()]
+    notes += [plural(f"{k} worker(s) left out of the trials: at that count torch refused the script's DataLoader "
+                     f"options or its workers failed ({why}); the training went on without it")
+              for k, why in (trials.get("refused") or {}).items()]
     samples, sample_notes = read_samples(lprof_path)
     notes += source_notes + parse_notes + sample_notes
     phases = phase_summary(table, loop)

@@ -29,7 +29,8 @@ from profiling.records import JobFacts, LoopSummary
 from profiling.render import _advice_head, _loop_lines
 from profiling.report import build_report
 from profiling import trials as trials_module
-from profiling.trials import Segmented, Trials
+from profiling.segments import Segmented
+from profiling.trials import Trials
 from profiling.turns import candidates, fewest_within, measured_steps, out_of_the_running, step_noise, whole_rounds
 
 OWN = Path(__file__).resolve().parent / "data" / "own_scripts"
@@ -345,6 +346,40 @@ def test_a_count_whose_dataloader_torch_refuses_is_dropped_and_the_epoch_goes_on
     assert trials.record()["refused"] == {"2": "ValueError: no loader at 2"}
     trials.status, trials.settings, trials.queue, refused = "trying", [0, 1], [1], {1}
     with pytest.raises(ValueError, match="no loader at 1"):
+        list(Segmented(trials, loader, iter))
+
+
+class FailsWithTwoWorkers:
+    """Items 0-95, whose workers fail from item 10 on when there are two of them (as one killed for memory would)."""
+
+    def __len__(self) -> int:
+        return 96
+
+    def __getitem__(self, i: int) -> float:
+        import torch
+
+        info = torch.utils.data.get_worker_info()
+        if info is not None and info.num_workers == 2 and i >= 10:
+            raise ValueError(f"item {i} at 2 workers")
+        return float(i)
+
+
+def test_a_count_whose_workers_fail_at_a_batch_is_dropped_and_its_batches_are_served_again(monkeypatch):
+    """A tried count's workers that raise in the middle of its turn ended the script's training, for the kit's own
+    trial. The count is dropped with its timings, and the next count serves the batches it had not delivered, so the
+    loop still gets every batch once, in the sampler's order. At the script's own count the error is the script's."""
+    monkeypatch.setattr(trials_module, "STARTS", 0.0)  # turns as long as segment_s, whatever a fork costs
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(FailsWithTwoWorkers(), batch_size=2)
+    trials = Trials(asked="0,2", segment_s=0.0)
+    trials.own, trials.settings, trials.mask, trials.status, trials.queue = 1, [0, 1, 2], None, "trying", [2, 0, 1]
+    served = [float(x) for batch in Segmented(trials, loader, iter) for x in batch]
+    assert served == [float(i) for i in range(96)]  # every batch once, in order, the failed turn's again
+    assert trials.refused == {"2": "ValueError: item 10 at 2 workers"} and 2 not in trials.timed
+    assert 2 not in trials.settings + trials.queue + [turn[0] for turn in trials.segments], trials.segments
+    trials.refused, trials.own, trials.settings, trials.queue, trials.status = {}, 2, [2, 0], [2, 0], "trying"
+    with pytest.raises(ValueError, match="item 10 at 2 workers"):  # the script's own count: the script's error
         list(Segmented(trials, loader, iter))
 
 
