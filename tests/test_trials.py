@@ -29,6 +29,7 @@ from profiling.records import JobFacts, LoopSummary
 from profiling.render import _advice_head, _loop_lines
 from profiling.report import build_report
 from profiling import trials as trials_module
+from profiling import segments
 from profiling.segments import Segmented
 from profiling.trials import Trials
 from profiling.turns import candidates, fewest_within, measured_steps, out_of_the_running, step_noise, whole_rounds
@@ -450,7 +451,7 @@ def test_an_epoch_shorter_than_a_turn_ends_the_turn_in_the_next_epoch(monkeypatc
     from torch.utils.data import DataLoader, TensorDataset
 
     ticks = iter(range(10**6))
-    monkeypatch.setattr(trials_module, "time", SimpleNamespace(perf_counter=lambda: 0.005 * next(ticks)))
+    monkeypatch.setattr(segments, "time", SimpleNamespace(perf_counter=lambda: 0.005 * next(ticks)))
     loader = DataLoader(TensorDataset(torch.zeros(24, 2)), batch_size=1)  # 23 timed steps, 0.23 s an epoch
     trials = Trials(asked="0", segment_s=1.0)  # a turn ends at the epoch's end once 0.25 s are timed
     trials.own, trials.settings, trials.mask, trials.status, trials.queue = 0, [0], None, "trying", [0]
