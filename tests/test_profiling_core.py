@@ -135,6 +135,18 @@ def test_phases_from_the_ast(snippet, expected):
     assert len(loops) == 1
 
 
+def test_the_lines_of_a_modules_forward_are_the_forward_pass():
+    """Unseen aa_3, aa_4, aa_6: `h, _ = self.rnn(x)` and `x = F.relu(self.bn1(self.fc1(x)))` inside `forward` read
+    `other` in the line table, beside `return self.net(x)` as `forward`. A loss computed there stays a loss."""
+    source = ("class Net:\n    def forward(self, x, y=None):\n        h, _ = self.rnn(x)\n"
+              "        x = F.relu(self.bn1(self.fc1(h)))\n        if y is not None:\n"
+              "            return F.cross_entropy(x, y)\n        return x\n")
+    phase_of, _ = classify_function(source, "m.py", 2, "Net.forward")
+    assert [phase_of.get(line) for line in (3, 4, 6, 7)] == ["forward", "forward", "loss", "forward"], phase_of
+    phase_of, _ = classify_function(source.replace("def forward", "def encode"), "m.py", 2, "Net.encode")
+    assert phase_of.get(3) == "other"  # any other function's lines keep their own names' phases
+
+
 def test_a_with_block_as_the_loop_body_counts_each_batch_once():
     """`with accelerator.accumulate(model):` as the body's first line is hit twice a batch (entry and exit): the header
     said 80 batches for 40 and halved every ms a batch (unseen o_1). Its own time stays in the step's compute."""
