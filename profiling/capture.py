@@ -143,7 +143,8 @@ class Capture:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             script, called, frame = capture.caller(self)
-            made = (script, built_by(script, called), call_name(frame, script) if frame and called == script else None)
+            by = built_by(script, called)  # None too where the script's line calls an installed loader class (aa_6)
+            made = (script, by, call_name(frame, script) if frame and (called == script or by is None) else None)
             object.__setattr__(self, "_dlprof_built", made)
             if capture.set_workers is not None:
                 bound = signature.bind(self, *args, **kwargs)

@@ -295,6 +295,21 @@ def test_a_loader_a_framework_builds_itself_is_edited_through_the_framework(tmp_
                                       "tinyhf takes its DataLoader options")
 
 
+def test_a_loader_class_of_an_installed_library_is_named_in_the_edit(tmp_path, repo):
+    """Unseen aa_6: `wds.WebLoader(dataset, ..., num_workers=workers)` builds torch's DataLoader inside webdataset, and
+    the edit read `DataLoader(..., persistent_workers=...)` at a line that calls no DataLoader."""
+    script = OWN / "installed_loader_class.py"
+    done = framework_run(tmp_path, repo, script)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[1] for line in done.stdout.splitlines() if line.startswith("epoch ")] == ["0", "1", "2", "3"]
+    line = line_of(script, "wds.WebLoader(")
+    loader = json.loads((tmp_path / "installed_loader_class.loaders.json").read_text())["loaders"][0]
+    assert loader["built_at"] == f"{script}:{line}" and loader["built_by"] is None, loader
+    assert loader["call"] == "wds.WebLoader", loader
+    report = build_report(tmp_path / "installed_loader_class.lprof")
+    assert report.advice.edits[1].startswith(f"{script}:{line}  wds.WebLoader(..., "), report.advice.edits
+
+
 def test_no_worker_traces_even_when_forked_while_no_profiled_function_runs(tmp_path, repo):
     """In a framework's trainer started from module level, no profiled function runs when the workers fork: the
     profiled `__getitem__`'s wrapper must not turn line tracing on in them (it did: 3x a batch on an H200)."""
