@@ -16,7 +16,7 @@ from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.edits import script_edits
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary, plural
 from profiling.turns import (HANDOFF_MS, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
-                             measured_steps, step_noise, turn_means)
+                             least_wait_of, measured_steps, step_noise, turn_means)
 
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
 # estimate takes the top: on an H100 the average ran 1.21x slower than a sweep's best; more workers cost only idle CPUs.
@@ -117,7 +117,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
                             traced_compute_ms=1e3 * (traced["seconds"] - traced["wait_seconds"]) / traced["steps"])
         fastest = sorted(steps.items(), key=lambda kt: kt[1])
         best, best_step = fastest[0]
-        least_wait = min(t["wait_seconds"] / t["seconds"] for k, t in trials["settings"].items() if int(k) in steps)
+        least_wait, least_at = least_wait_of(trials["settings"], steps)
         capped = not needs_cpus and max(steps) >= facts.cpus - main_cpus and least_wait >= LOADER_BOUND \
             and steps[max(steps)] <= (1 + TOLERANCE) * best_step  # starved at every k, the most no slower (n_5)
         # advised the fastest: is the next count down surely behind it? (the fewest tried: is the next up not ahead?)
@@ -128,7 +128,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             f"{k} worker{'s' * (k != 1)} {1e3 * t:.2f} ms a step" for k, t in fastest), "behind_workers": behind,
             "behind_pct": 100 * (steps[behind] / best_step - 1), "behind_noise_pct": 200 * gap_noise / best_step,
             "tried_turns": min(len(turn_means(trials.get("segments", [])).get(k, [])) for k in (chosen, best)),
-            "tried_wait_pct": 100 * least_wait, "turn_s": trials.get("lengthened_to") or 0.0,
+            "tried_wait_pct": 100 * least_wait, "least_wait_at": least_at, "turn_s": trials.get("lengthened_to") or 0.0,
             "start_total_s": trials.get("start_seconds", 0.0), "tried_cpus": trials.get("cpus") or facts.cpus,
             "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps and "0"
             not in trials.get("refused", {}) and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # (v_5)
@@ -191,9 +191,9 @@ RULES: tuple[Rule, ...] = (
          "with {current_workers} worker(s))."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped and not n.zero_untried,
-         "At every count tried on the {tried_cpus} CPU(s) your run had, your loop "
-         "waited {tried_wait_pct:.0f}% of each step or more: the loader stays the bottleneck. Ask for more CPUs and "
-         "profile again."),
+         "At every count tried on the {tried_cpus} CPU(s) your run had, your loop waited {tried_wait_pct:.0f}% of "
+         "each step or more ({least_wait_at} worker(s) waited least): the loader stays the bottleneck. Ask for "
+         "more CPUs and profile again."),
     Rule("capped_zero_untried", "advice", lambda n: n.basis == "tried" and n.capped and n.zero_untried,
          "At every count tried on the {tried_cpus} CPU(s) your run had, your loop "
          "waited {tried_wait_pct:.0f}% of each step or more. 0 workers was not among the counts tried: on a "
@@ -359,8 +359,8 @@ BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "capped_in_run": "At every count tried on your {tried_cpus} CPU(s), your loop waited {tried_wait_pct:.0f}% of each "
-                     "step or more: profile again with more CPUs.",  # and the run's own count's wait is not said
+    "capped_in_run": "Your loop waited {tried_wait_pct:.0f}% of each step even at {least_wait_at} worker(s), the "
+                     "least wait on your {tried_cpus} CPU(s): profile again with more CPUs.",
     "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count tried on {tried_cpus} "
                            "CPU(s): time 0 workers too (--try-workers {zero_untried}), or add CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",

@@ -131,6 +131,7 @@ class AdviceNumbers:
     behind_noise_pct: float | None = None  # ... give or take this (two standard errors of the gap)
     tried_turns: int | None = None      # the advised and the fastest count's fewer turns (3 show their spread)
     tried_wait_pct: float | None = None  # the loop's least wait over the counts tried, % of a step
+    least_wait_at: int | None = None  # ... and the count it waited least at
     tried_cpus: int | None = None       # the CPUs the trials had: fewer than `cpus` where --cpus or the script said
     keeps_cpus: bool = False            # a CPU-only loop the loader kept up with keeps its CPUs: its step runs there
     starts: int = 0                     # the turns that started their count's workers, ...

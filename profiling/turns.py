@@ -101,3 +101,8 @@ def mean_steps(settings: dict) -> dict[int, float]:
 def measured_steps(record: dict | None) -> dict[int, float]:
     """Seconds per step of each worker count a run tried ({} unless its trials were complete)."""
     return mean_steps(record.get("settings") or {}) if record and record.get("status") == "tried" else {}
+
+
+def least_wait_of(settings: dict[str, dict[str, float]], counts: dict[int, float]) -> tuple[float, int]:
+    """The least share of a step the loop waited at any of these counts, and the count: a cap's reason names it."""
+    return min((t["wait_seconds"] / t["seconds"], int(k)) for k, t in settings.items() if int(k) in counts)
