@@ -65,7 +65,7 @@ def callee(call: ast.Call) -> tuple[str, str]:
 
 def _call_phase(call: ast.Call) -> str | None:
     name, receiver = callee(call)
-    if name == "backward":
+    if name == "backward" or name == "grad" and receiver.endswith("autograd"):  # MAML's inner loop (unseen ab_4)
         return "backward"
     if name == "zero_grad" or "clip_grad" in name or name in {"step", "update"} and OPTIMIZER_RECEIVERS.search(
             receiver) or name == "step" and receiver not in ("", "self") and not call.args and not call.keywords:
@@ -78,7 +78,7 @@ def _call_phase(call: ast.Call) -> str | None:
         return "data_wait"
     if LOSS_NAMES.search(name):
         return "loss"
-    if MODEL_NAMES.search(name) or name == "forward":
+    if MODEL_NAMES.search(name) or name in ("forward", "functional_call"):  # torch.func's forward (ab_4)
         return "forward"
     return None
 

@@ -127,6 +127,11 @@ def test_phases_of_the_classic_training_loop():
     # fairseq's GroupedIterator: each item is a list of batches, walked by an inner loop (unseen n_1)
     ("for i, samples in enumerate(grouped):\n    for sample in samples:\n        model(sample).sum().backward()\n"
      "    opt.step()", {2: "data_wait", 3: "other", 4: "backward", 5: "optimizer"}),
+    # MAML's inner loop: torch.func's functional_call is the forward, torch.autograd.grad a backward (unseen ab_4 had
+    # no forward row: the model's forward filed as `loss`, the inner gradients as `other`)
+    ("for task in loader:\n    loss = loss_fn(functional_call(model, fast, (x,)), y)\n"
+     "    grads = torch.autograd.grad(loss, fast.values(), create_graph=True)\n    meta.step()",
+     {2: "data_wait", 3: "forward", 4: "backward", 5: "optimizer"}),
 ])
 def test_phases_from_the_ast(snippet, expected):
     source = "def f(model, data, opt):\n" + textwrap.indent(snippet, "    ") + "\n"
