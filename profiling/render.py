@@ -106,7 +106,8 @@ def render_text(report: Report) -> str:
     out += ["  Why:"] + [f"  - {r}" for r in (report.advice.briefs or report.advice.reasons)[:TEXT_WHY]]
     out += ["  Warnings:"] + [f"  - {r}" for r in report.advice.warnings] if report.advice.warnings else []
     if len(report.advice.reasons) > TEXT_WHY or report.advice.notes or report.curve is not None:
-        out += ["  (the curve, the other reasons and notes: this report's md, html and json files, written by default)"]
+        out += ["  (the curve, the other reasons and notes: the md, html and json reports, written unless --formats "
+                "leaves them out)"]
     out += ["", "Notes:"] + [f"  - {n}" for n in report.notes] if report.notes else []
     out += ["", f"Slowest lines (of {len(report.lines)}):"] + _text_table(LINE_HEADER, _line_rows(report))
     return "\n".join(out)
