@@ -176,8 +176,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
 RULES: tuple[Rule, ...] = (
     Rule("no_loader_loop", "advice", lambda n: not n.loop_found,
          "No `for ... in <loader>` loop was found in the profiled functions, so there is no data wait to "
-         "measure and no num_workers advice. If the loop is in a module of your own, name it: "
-         "`run --module NAME` (or put @profile on the function that holds it)."),
+         "measure and no num_workers advice. Where your script iterates a DataLoader in a module of its own, name "
+         "it: `run --module NAME` (or put @profile on the function that holds it)."),
     Rule("workers_unknown", "warning", lambda n: n.loop_found and not n.workers_known,
          "The profiled run's num_workers is not recorded; the advice assumes {current_workers}. "
          "Pass --num-workers N (the value the run used) for exact advice."),
