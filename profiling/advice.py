@@ -16,7 +16,7 @@ from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.edits import script_edits
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary, plural
 from profiling.turns import (HANDOFF_MS, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
-                             least_wait_of, measured_steps, step_noise, turn_means)
+                             least_wait_of, measured_steps, step_noise, turn_means, untraced_own)
 
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
 # estimate takes the top: on an H100 the average ran 1.21x slower than a sweep's best; more workers cost only idle CPUs.
@@ -46,21 +46,6 @@ class Rule:
     def brief(self, numbers: AdviceNumbers) -> str:
         """The plain one-liner for the terminal's "Why" (BRIEF), or the message itself."""
         return plural(BRIEF.get(self.name, self.message).format(**asdict(numbers), **CONSTANTS))
-
-
-def untraced_own(trials: dict | None) -> tuple[float, float] | None:
-    """(wait, compute) per batch of the run's loop untraced with its own workers, when the hook timed it: its own
-    count's turns where counts were tried, else all the untraced part, when longer (one turn of 24 steps that held a
-    validation pass read 88 ms a step, the whole 69 ms: unseen j_5)."""
-    trials = trials or {}
-    own = (trials.get("settings") or {}).get(str(trials.get("own_workers"))) or {}
-    whole = trials.get("untraced") or {}
-    longer = trials.get("status") != "tried" and whole.get("steps", 0) > own.get("steps", 0)
-    timed = own if own.get("steps", 0) >= MIN_TIMED and not longer else whole
-    if timed.get("steps", 0) < MIN_TIMED:
-        return None
-    wait = timed["wait_seconds"] / timed["steps"]
-    return wait, max(timed["seconds"] / timed["steps"] - wait, 0.0)
 
 
 def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve | None = None,
@@ -186,9 +171,14 @@ RULES: tuple[Rule, ...] = (
          "for {compute_ms:.1f} ms a batch, against {traced_compute_ms:.1f} ms traced on all the job's {cpus} CPUs: "
          "the step itself needs CPUs (work on the CPU in the main process, which workers compete with), so each "
          "worker count was tried on the CPUs it would be given."),
-    Rule("waited_untraced", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus,
+    Rule("waited_untraced", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus
+         and (n.num_workers != n.current_workers or n.capped),
          "The loader holds your loop back: it waited {wait_pct:.0f}% of each step for data (timed untraced, "
          "with {current_workers} worker(s))."),
+    Rule("waited_own_best", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus
+         and n.num_workers == n.current_workers and not n.capped,  # "holds your loop back", then "keep it": ab_3
+         "Your loop waited {wait_pct:.0f}% of each step for data with its own {current_workers} worker(s) (timed "
+         "untraced), and no other count tried was {tolerance_pct:g}% faster: keep it."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
     Rule("capped_in_run", "advice", lambda n: n.basis == "tried" and n.capped and not n.zero_untried,
          "At every count tried on the {tried_cpus} CPU(s) your run had, your loop waited {tried_wait_pct:.0f}% of "
@@ -357,6 +347,8 @@ RULES: tuple[Rule, ...] = (
 # The terminal's "Why" lines: each reason in a few plain words; the full message goes to the Markdown, HTML and JSON.
 BRIEF: dict[str, str] = {
     "waited_untraced": "Your loop waited {wait_pct:.0f}% of each step for data with {current_workers} worker(s).",
+    "waited_own_best": "Your loop waited {wait_pct:.0f}% of each step with its own {current_workers} worker(s); no "
+                       "count was {tolerance_pct:g}% faster.",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
     "capped_in_run": "Your loop waited {tried_wait_pct:.0f}% of each step even at {least_wait_at} worker(s), the "

@@ -794,6 +794,27 @@ def test_a_loop_that_waited_6_percent_is_held_back_not_bottlenecked_and_counts_r
     assert "with 2 workers)" in said["waited_untraced"] and "1 worker 39.58 ms a step" in said["workers_tried"]
 
 
+def test_a_loop_kept_at_its_own_count_is_not_told_the_loader_holds_it_back():
+    """Unseen ab_3 and ab_4 on 2 CPUs, each with 0 workers: the loop waited 8-18 % of each step, 1 and 2 workers were
+    slower, and the reasons read "The loader holds your loop back", then "0 is the fewest workers": advice to keep
+    the count the loader was said to hold back. Kept, the wait is said as it is, with the fact that no count beat it."""
+    loop = LoopSummary("maml.py", "train", 60, 40, 40 * 0.003, 40 * 0.014, 2)
+    step = {"0": {"steps": 40, "seconds": 40 * 0.0166, "wait_seconds": 40 * 0.0030},
+            "1": {"steps": 40, "seconds": 40 * 0.0201, "wait_seconds": 40 * 0.0009},
+            "2": {"steps": 40, "seconds": 40 * 0.0190, "wait_seconds": 40 * 0.0004}}
+    advice = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=0), trials={
+        "status": "tried", "own_workers": 0, "rounds": 1, "settings": step,
+        "segments": [(0, 40, 0.664), (1, 40, 0.804), (2, 40, 0.76)]})
+    assert advice.num_workers == 0 and "waited_untraced" not in advice.fired_rules, advice.fired_rules
+    assert not any("holds your loop back" in r for r in advice.reasons), advice.reasons
+    assert advice.briefs[0] == "Your loop waited 18% of each step with its own 0 workers; no count was 5% faster."
+    # where another count is advised, the loader held the loop back at its own: said so (unseen y_6's rule)
+    moved = advise(loop, JobFacts(cpus=2, gpus=0, num_workers=1), trials={
+        "status": "tried", "own_workers": 1, "rounds": 1, "settings": step,
+        "segments": [(1, 40, 0.804), (0, 40, 0.664), (2, 40, 0.76)]})
+    assert moved.num_workers == 0 and "waited_untraced" in moved.fired_rules, moved.fired_rules
+
+
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
     """A loop run unseen on 2 CPUs (a progress-bar generator around its loader): the one worker they hold was the
     only count tried, and the loop waited 76 % of each step with it. The report must say the loader stays the
