@@ -308,6 +308,17 @@ def set_up_as_other(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFra
     return table.assign(phase=table["phase"].where(_in_loop(table, loop) | (table["hits"] > entries), "other"))
 
 
+def _callers(table: pd.DataFrame) -> pd.DataFrame:
+    """Without a loop, the lines of the profiled functions no other one calls: a callee's time is in its caller's line
+    already (unseen ab_1 counted its model twice, at `output = model(data)` and in `forward`'s own lines)."""
+    def called(function: str) -> bool:
+        others, name = table[table["function"] != function], function.rpartition(".")[2]
+        by_name = others["source"].str.contains(rf"(?<!def )\b{re.escape(name)}\s*\(", regex=True).any()
+        return bool(by_name or name in ("forward", "__call__") and (others["phase"] == "forward").any())
+    rows = table[~table["function"].isin([f for f in set(table["function"]) if called(f)])]
+    return rows if len(rows) else table  # (each calls another: no caller to start from)
+
+
 def _in_loop(table: pd.DataFrame, loop: LoopSummary) -> pd.Series:
     """The rows of the loop's own lines (all its function's where an older record gave no lines)."""
     return (table["file"] == loop.file) & (table["function"] == loop.function) & (
@@ -321,9 +332,7 @@ def phase_summary(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFrame
     import pandas as pd
 
     whole = loop is None or not loop.function  # no loop, or one no profiled line shows (hooked_loop)
-    rows = table if whole else table[_in_loop(table, loop)]
-    seconds = rows.groupby("phase")["seconds"].sum().reindex(list(PHASES), fill_value=0.0) if whole \
-        else _through_calls(rows, table)
+    seconds = _through_calls(_callers(table) if whole else table[_in_loop(table, loop)], table)
     total = float(seconds.sum())
     return pd.DataFrame({"phase": list(PHASES), "seconds": seconds.to_numpy(dtype=float),
         "pct": (100.0 * seconds / total).to_numpy(dtype=float) if total > 0 else [0.0] * len(PHASES),

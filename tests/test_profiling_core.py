@@ -165,11 +165,27 @@ def test_a_with_block_as_the_loop_body_counts_each_batch_once():
     assert (loop.batches, loop.wait_seconds, loop.compute_seconds) == (40, 4.0, 2.2), loop
 
 
-def phase_seconds(rows: list[tuple[str, int, str, str, float]], loop: LoopSummary) -> pd.Series:
+def phase_seconds(rows: list[tuple[str, int, str, str, float]], loop: LoopSummary | None) -> pd.Series:
     """Seconds a phase of the loop, from (function, line, source, phase, seconds) rows of one file `t.py`."""
     table = pd.DataFrame([{"file": "t.py", "function": f, "line": n, "source": s, "phase": p, "seconds": sec,
                            "hits": 10} for f, n, s, p, sec in rows])
     return phase_summary(table, loop).set_index("phase")["seconds"]
+
+
+def test_without_a_loop_a_callees_lines_are_not_counted_again_beside_its_callers_call():
+    """Unseen ab_1 (batches sliced from one tensor, no DataLoader): every profiled line was summed, so the model's time
+    counted at `output = model(data)` and again in its `forward`'s lines: forward 60 % against backward 32.5 %, where
+    the loop's own lines had backward the larger."""
+    rows = [("train", 10, "output, hidden = model(data, hidden)", "forward", 2.5),
+            ("train", 11, "hidden = repackage_hidden(hidden)", "other", 0.1),
+            ("train", 12, "loss = criterion(output, targets)", "loss", 0.4),
+            ("train", 13, "loss.backward()", "backward", 3.0),
+            ("RNNModel.forward", 20, "emb = self.drop(self.encoder(input))", "forward", 1.0),
+            ("RNNModel.forward", 21, "output, hidden = self.rnn(emb, hidden)", "forward", 1.4),
+            ("repackage_hidden", 30, "return tuple(repackage_hidden(v) for v in h)", "other", 0.1)]
+    seconds = phase_seconds(rows, None)
+    assert seconds["forward"] == pytest.approx(2.5) and seconds["backward"] == pytest.approx(3.0), seconds
+    assert seconds.sum() == pytest.approx(6.0)  # the caller's lines, each second once
 
 
 def test_a_forward_two_calls_down_from_the_loop_is_in_the_forward_phase():
