@@ -173,10 +173,10 @@ RULES: tuple[Rule, ...] = (
          "worker count was tried on the CPUs it would be given."),
     Rule("waited_untraced", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus
          and (n.num_workers != n.current_workers or n.capped),
-         "The loader holds your loop back: it waited {wait_pct:.0f}% of each step for data (timed untraced, "
-         "with {current_workers} worker(s))."),
+         "Your loop waited {wait_pct:.0f}% of each step for data (timed untraced, with {current_workers} "
+         "worker(s)), so other counts were tried."),  # not "the loader holds it back", then fewer workers (ab_3)
     Rule("waited_own_best", "advice", lambda n: n.basis == "tried" and not n.step_needs_cpus
-         and n.num_workers == n.current_workers and not n.capped,  # "holds your loop back", then "keep it": ab_3
+         and n.num_workers == n.current_workers and not n.capped,
          "Your loop waited {wait_pct:.0f}% of each step for data with its own {current_workers} worker(s) (timed "
          "untraced), and no other count tried was {tolerance_pct:g}% faster: keep it."),
     Rule("workers_tried", "advice", lambda n: n.basis == "tried", "Measured in your run: {tried_text}."),
