@@ -84,7 +84,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
                   "batches of its DataLoader and asked for no more (a loop over kept batches, as itertools.cycle does)")
     measured: dict = {}
     capped = never = spare = False  # each branch below sets those it knows
-    choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 else None
+    stream = "an IterableDataset" in status  # (profiling.trials): its workers copy the stream, so none is advised
+    choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 and not stream else None
     short = curve is not None and curve.hold_ms > 0 and compute > 0 and choice is None
     if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)
                                or not above_threshold and choice.never_keeps_up):
@@ -117,6 +118,8 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
             "start_total_s": trials.get("start_seconds", 0.0), "tried_cpus": trials.get("cpus") or facts.cpus,
             "zero_untried": ",".join(map(str, [0, *sorted(steps)])) if facts.gpus == 0 and 0 not in steps and "0"
             not in trials.get("refused", {}) and steps[min(steps)] <= (1 + TOLERANCE) * best_step else ""}  # (v_5)
+    elif stream:  # another count changes the data (a replay buffer's copy in each worker: unseen ac_5)
+        chosen, needed, basis = workers, workers, "stream"
     elif choice is not None:
         chosen, needed, basis = choice.workers, choice.workers, "measured"
         capped, never = choice.capped, choice.never_keeps_up
@@ -141,9 +144,9 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     else:  # no compute time at all: nothing can keep up, so as many as the CPUs allow
         chosen, needed, basis = worker_cap, worker_cap, "estimate"
     cpus = max(cpus_for_workers(chosen, facts.gpus, facts.pin_memory), job.other_cpus,  # not fewer than had: starved
-               facts.cpus if capped and basis == "tried" or basis == "kept" and not facts.gpus else 0)  # or a CPU step
+               facts.cpus if capped and basis == "tried" or basis in ("kept", "stream") and not facts.gpus else 0)
     return AdviceNumbers(**{**asdict(job), **measured, "num_workers": chosen, "cpus_per_task": cpus,
-        "keeps_cpus": basis == "kept" and not facts.gpus and cpus > chosen + 1,  # its step computes on them: u_4
+        "keeps_cpus": basis in ("kept", "stream") and not facts.gpus and cpus > chosen + 1,  # a CPU step's: u_4
         "loader_bound": loader_bound, "handoff_only": above_threshold and within_handoff,
         "capped": capped, "spare_dropped": spare, "batches": loop.batches, "starts": (trials or {}).get("starts", 0),
         "wait_ms": 1e3 * wait, "compute_ms": 1e3 * compute, "produce_ms": 1e3 * produce,
@@ -293,6 +296,10 @@ RULES: tuple[Rule, ...] = (
     Rule("handoff_only", "advice", lambda n: n.handoff_only,
          "The {wait_ms:.2f} ms per batch still spent on the loader line is within the {handoff_ms} ms a main "
          "process needs to take a finished batch from its workers, which more workers do not remove."),
+    Rule("stream_kept", "advice", lambda n: n.basis == "stream" and n.loader_bound,
+         "Keep num_workers={num_workers}: your DataLoader reads an IterableDataset, whose workers each iterate a copy "
+         "of it made when they start, so another count changes the data your loop sees (every item once a worker, "
+         "unless the dataset splits the stream by get_worker_info()). No other count was tried or is advised."),
     Rule("compute_bound", "advice", lambda n: n.loop_found and not n.loader_bound and not n.capped
          and not n.never_keeps_up and n.basis != "tried",
          "The loader is not the bottleneck, {compute_kind} compute is: data wait is {wait_ms:.2f} ms "
@@ -328,7 +335,7 @@ RULES: tuple[Rule, ...] = (
          "Keep pin_memory=True in the DataLoader: batches then arrive in page-locked memory and "
          "`.to(device, non_blocking=True)` can overlap the copy with compute."),
     Rule("persistent_workers", "note", lambda n: n.loop_found and (n.num_workers or 0) >= 1
-         and n.persistent_workers is None,
+         and n.persistent_workers is None and n.basis != "stream",
          "Add persistent_workers=True to the DataLoader: otherwise its workers are started again at "
          "every epoch, and the first batches of each epoch wait for them. Their seeds are then drawn once, not every "
          "epoch, so a shuffled run's later epochs draw other orders and its losses move a little."),
@@ -377,6 +384,7 @@ BRIEF: dict[str, str] = {
     "fewer_workers": "The loader keeps up with {num_workers} worker(s), fewer than the {current_workers} used.",
     "main_process_cpus": "Plus {main_cpus} CPUs for the main process (loop, pin-memory thread, CUDA waits).",
     "main_process_one_cpu": "Plus 1 CPU for the main process, which runs the training loop.",
+    "stream_kept": "Keep {num_workers} worker(s): an IterableDataset's workers copy it, so another count changes data.",
     "cpu_step_keeps_cpus": "Keep the {cpus_per_task} CPUs the run had: with no GPU, the step computes on them.",
 }
 

@@ -17,7 +17,7 @@ def script_edits(numbers: AdviceNumbers, facts: JobFacts) -> list[str]:
     # a count the user sets elsewhere (a flag, a config, a global: unseen k_5, k_6) may be set to 0 later, which
     # persistent_workers=True would make an error
     extras = [f"persistent_workers={kept} > 0" if kept else "persistent_workers=True"] \
-        if workers >= 1 and facts.persistent_workers is None else []
+        if workers >= 1 and facts.persistent_workers is None and numbers.basis != "stream" else []
     extras += ["pin_memory=True"] if workers >= 1 and facts.gpus >= 1 and facts.pin_memory is not True else []
     edits = [f"{facts.workers_flag}{' ' * (facts.workers_flag[-1] != '=')}{workers}"] if facts.workers_flag else []
     edits += [facts.workers_set_at.replace("{n}", str(workers))] if facts.workers_set_at and changed else []

@@ -103,7 +103,7 @@ class AdviceNumbers:
     raw_workers: int | None = None      # the average need: ceil(produce / compute)
     needed_workers: int | None = None   # the estimate (bare profile) or the measured need (curve)
     loop_where: str | None = None       # file:line of the loop header
-    basis: str = "none"  # "tried" (in the run), "measured" (loader curve), "own" (beat it), "estimate", "kept", "none"
+    basis: str = "none"  # "tried" (in the run), "measured" (curve), "own", "estimate", "kept", "stream" or "none"
     estimate_high: int | None = None    # the estimate's upper bound: ceil(ESTIMATE_FACTOR x average need)
     compute_rate: float | None = None   # batches/s the loop consumes: 1 / compute per batch
     target_rate: float | None = None    # what the workers must deliver: FED_SHARE / hold

@@ -62,7 +62,8 @@ def _loop_lines(report: Report) -> list[str]:
 
 
 BASIS = {"tried": "(measured in your run)", "measured": "(measured: loader curve)", "estimate": "(ESTIMATE: see below)",
-         "kept": "(kept: the loader keeps up)", "own": "(your count, measured in your run)", "none": ""}
+         "kept": "(kept: the loader keeps up)", "own": "(your count, measured in your run)", "stream": "(kept)",
+         "none": ""}
 
 
 def _advice_head(report: Report) -> list[str]:

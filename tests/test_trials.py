@@ -818,6 +818,26 @@ def test_a_loop_kept_at_its_own_count_is_not_told_the_loader_holds_it_back():
                                 "counts were tried."), moved.reasons
 
 
+def test_an_iterabledatasets_count_is_kept_since_another_changes_the_data():
+    """Unseen ac_5, a DQN whose IterableDataset samples a replay buffer the main process appends to: the trials did not
+    try counts ("their number would change the data"), yet the fallback curve advised 1 worker with persistent_workers,
+    whose one copy of the buffer never saw a new transition (4096 items all run, the real buffer 4160 to 5376)."""
+    from profiling.records import CurvePoint, LoaderCurve
+
+    loop = LoopSummary("dqn.py", "fit", 120, 300, 300 * 0.0014, 300 * 0.0086, 2)
+    curve = LoaderCurve((CurvePoint(0, 50, 1.0, 90.0), CurvePoint(1, 50, 0.3, 400.0)), 2, 64, False, "", 8.6)
+    status = "worker counts not tried: an IterableDataset, whose workers split the stream (their number would change"
+    facts = JobFacts(cpus=2, gpus=0, num_workers=0, loader_at="dqn.py:124")
+    advice = advise(loop, facts, curve, trials={"status": status + " the data)"})
+    assert (advice.num_workers, advice.numbers.basis) == (0, "stream") and "stream_kept" in advice.fired_rules
+    assert not [e for e in advice.edits if "num_workers=" in e or "persistent" in e], advice.edits
+    assert "persistent_workers" not in advice.fired_rules
+    assert _advice_head(SimpleNamespace(advice=advice))[0].startswith("num_workers = 0   --cpus-per-task = 2   (kept;")
+    own = advise(loop, replace(facts, num_workers=2), curve, trials={"status": status + " the data)"})
+    assert own.num_workers == 2 and not [e for e in own.edits if "persistent" in e], own.edits  # its own, untouched
+    assert advise(loop, facts, curve).num_workers == 1  # a DataLoader over a map-style dataset: the curve's count
+
+
 def test_where_every_count_the_cpus_hold_still_waited_the_report_asks_for_more_cpus():
     """A loop run unseen on 2 CPUs (a progress-bar generator around its loader): the one worker they hold was the
     only count tried, and the loop waited 76 % of each step with it. The report must say the loader stays the
