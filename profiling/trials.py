@@ -281,7 +281,8 @@ class Trials:
             self.end_round()  # the run ended after its own count's first turn (of an epoch too short to end it)
         if self.status == "trying":  # the run ended inside the trials
             complete = set(self.settings) <= set(mean_steps(self.timed))  # each count timed at least once
-            self.status = "tried" if complete else "too short to try worker counts: the run ended before each was timed"
+            self.status = "tried" if complete else ("too short to try worker counts: its DataLoader's epochs ended "
+                                                    "before each was timed")  # (a run may go on with others: ac_3)
         elif self.status == "traced only" and self.rebuilt:
             self.status = "worker counts not tried: its DataLoader is built anew every epoch (see the notes)"
         elif self.status == "traced only":

@@ -466,7 +466,8 @@ def test_a_fallback_never_cuts_the_runs_own_count_where_its_untraced_step_was_fa
     """h_2 (unseen styles): 4 workers on a 2-CPU job, a run too short to try counts. The curve, timed up to the 1
     worker 2 CPUs hold, chose 1 worker at 22.5 batches/s (44 ms a step), while the run's own 4 workers stepped every
     22 ms untraced: the advice cut them to 1 and the next run took twice as long. It keeps 4 now, and says why."""
-    trials = {"status": "too short to try worker counts: the run ended before each was timed", "own_workers": 4,
+    trials = {"status": "too short to try worker counts: its DataLoader's epochs ended before each was timed",
+              "own_workers": 4,
               "untraced": {"steps": 50, "seconds": 50 * 0.022, "wait_seconds": 50 * 0.020}}
     curve = _curve({0: 10.0, 1: 22.5}, cpus=2, hold_ms=2.0)
     facts = JobFacts(cpus=2, gpus=0, num_workers=4)

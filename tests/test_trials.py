@@ -474,7 +474,7 @@ def test_a_run_that_ends_after_a_whole_turn_of_its_own_count_is_decided_on_it():
         return trials.record()
 
     assert record(0.65, (1,))["status"] == record(0.2, (1,))["status"] == "tried"
-    assert record(0.65, (1, 2))["status"].startswith("too short to try worker counts: the run ended before each")
+    assert record(0.65, (1, 2))["status"].startswith("too short to try worker counts: its DataLoader's epochs ended")
     assert record(0.2, (1, 2))["status"].startswith("too short to try worker counts: the run ended while timing")
 
 
