@@ -96,6 +96,8 @@ def statement_phase(node: ast.AST) -> str:
         targets = {t.id for t in node.targets if isinstance(t, ast.Name)}
         if targets & OUTPUT_TARGETS:  # output = some_callable(x): the forward pass under another name
             phases.add("forward")
+        elif any(LOSS_NAMES.search(t) for t in targets):  # loss = ctc(...), an nn.CTCLoss() by another name (ac_1)
+            phases.add("loss")
     return next((p for p in PRIORITY if p in phases), "other")
 
 

@@ -127,6 +127,10 @@ def test_phases_of_the_classic_training_loop():
     # fairseq's GroupedIterator: each item is a list of batches, walked by an inner loop (unseen n_1)
     ("for i, samples in enumerate(grouped):\n    for sample in samples:\n        model(sample).sum().backward()\n"
      "    opt.step()", {2: "data_wait", 3: "other", 4: "backward", 5: "optimizer"}),
+    # a loss module held under another name, `ctc = nn.CTCLoss()`, is the loss by what its result is called (unseen
+    # ac_1 read `other`, no loss row); a call of the model keeps the line's forward (`loss = model(x).sum()`)
+    ("for x, y in loader:\n    loss = ctc(model(x), y)\n    loss2 = ctc(x, y)\n    loss2.backward()",
+     {2: "data_wait", 3: "forward", 4: "loss", 5: "backward"}),
     # MAML's inner loop: torch.func's functional_call is the forward, torch.autograd.grad a backward (unseen ab_4 had
     # no forward row: the model's forward filed as `loss`, the inner gradients as `other`)
     ("for task in loader:\n    loss = loss_fn(functional_call(model, fast, (x,)), y)\n"
