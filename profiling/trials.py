@@ -224,7 +224,8 @@ class Trials:
                                        "pin_memory": loader.pin_memory, "worker_init_fn": loader.worker_init_fn}
             if workers > 0:  # torch refuses these without workers (unseen z_6: `timeout=30` crashed the 0 turn)
                 options.update(multiprocessing_context=loader.multiprocessing_context, persistent_workers=True,
-                               prefetch_factor=loader.prefetch_factor or 2, timeout=loader.timeout)
+                               prefetch_factor=loader.prefetch_factor or 2, timeout=loader.timeout,
+                               in_order=getattr(loader, "in_order", True))  # in_order=False, as the script's (ac_4)
             # the turn's workers draw their seeds from a generator of its own: the script's RNG stays where it was
             seeds = torch.Generator().manual_seed((torch.initial_seed() + len(self.segments)) % 2**64)
             # without automatic batching (batch_size=None) each item the sampler yields is a batch already (unseen k_4)

@@ -214,14 +214,14 @@ def test_each_counts_loader_keeps_the_scripts_options_that_torch_allows_at_that_
     timeout too; torch refused it ("requires timeout == 0") inside the script's loop, and the training died."""
     from torch.utils.data import DataLoader
 
-    own = DataLoader(list(range(12)), batch_size=4, num_workers=1, timeout=30, prefetch_factor=3)
+    own = DataLoader(list(range(12)), batch_size=4, num_workers=1, timeout=30, prefetch_factor=3, in_order=False)
     trials = Trials()
     trials.feed.batches, trials.feed.open = list(own.batch_sampler), True
     try:
         none = trials.loader_for(0, own)
         assert [batch.tolist() for batch in none] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
         trials.feed.handed, two = 0, trials.loader_for(2, own)
-        assert (two.timeout, two.prefetch_factor, two.persistent_workers) == (30, 3, True)
+        assert (two.timeout, two.prefetch_factor, two.persistent_workers, two.in_order) == (30, 3, True, False)
         assert sum(len(batch) for batch in two) == 12
     finally:
         trials.release()
