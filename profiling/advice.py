@@ -86,7 +86,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
     capped = never = spare = False  # each branch below sets those it knows
     stream = "an IterableDataset" in status  # (profiling.trials): its workers copy the stream, so none is advised
     choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 and not stream else None
-    short = curve is not None and curve.hold_ms > 0 and compute > 0 and choice is None
+    short = curve is not None and curve.hold_ms > 0 and compute > 0 and choice is None and not stream
     if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)
                                or not above_threshold and choice.never_keeps_up):
         choice = None  # a loop that did not wait is never told to add workers, nor that the loader holds it back

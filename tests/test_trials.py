@@ -831,7 +831,7 @@ def test_an_iterabledatasets_count_is_kept_since_another_changes_the_data():
     advice = advise(loop, facts, curve, trials={"status": status + " the data)"})
     assert (advice.num_workers, advice.numbers.basis) == (0, "stream") and "stream_kept" in advice.fired_rules
     assert not [e for e in advice.edits if "num_workers=" in e or "persistent" in e], advice.edits
-    assert "persistent_workers" not in advice.fired_rules
+    assert "persistent_workers" not in advice.fired_rules and "curve_too_short" not in advice.fired_rules
     assert _advice_head(SimpleNamespace(advice=advice))[0].startswith("num_workers = 0   --cpus-per-task = 2   (kept;")
     own = advise(loop, replace(facts, num_workers=2), curve, trials={"status": status + " the data)"})
     assert own.num_workers == 2 and not [e for e in own.edits if "persistent" in e], own.edits  # its own, untouched
