@@ -310,12 +310,17 @@ def set_up_as_other(table: pd.DataFrame, loop: LoopSummary | None) -> pd.DataFra
     return table.assign(phase=table["phase"].where(_in_loop(table, loop) | (table["hits"] > entries), "other"))
 
 
+def _call_of(names: str) -> str:
+    """A call of one of these names (a regex alternation), not its `def` line: `self.train_step(` too."""
+    return rf"(?<!def )\b(?:{names})\s*\("
+
+
 def _callers(table: pd.DataFrame) -> pd.DataFrame:
     """Without a loop, the lines of the profiled functions no other one calls: a callee's time is in its caller's line
     already (unseen ab_1 counted its model twice, at `output = model(data)` and in `forward`'s own lines)."""
     def called(function: str) -> bool:
         others, name = table[table["function"] != function], function.rpartition(".")[2]
-        by_name = others["source"].str.contains(rf"(?<!def )\b{re.escape(name)}\s*\(", regex=True).any()
+        by_name = others["source"].str.contains(_call_of(re.escape(name))).any()
         return bool(by_name or name in ("forward", "__call__") and (others["phase"] == "forward").any())
     rows = table[~table["function"].isin([f for f in set(table["function"]) if called(f)])]
     return rows if len(rows) else table  # (each calls another: no caller to start from)
@@ -358,7 +363,7 @@ def _through_calls(rows: pd.DataFrame, table: pd.DataFrame, depth: int = 3) -> p
     for f in [f for f in names if f.endswith(".__call__")]:  # `scaler = NativeScaler()`, then `scaler(loss, opt)`
         made = rf"([\w.]+)\s*=\s*{re.escape(f.rpartition('.')[0].rpartition('.')[2])}\s*\("  # (timm, MAE: unseen q_6)
         names[f] = "|".join({re.escape(m) for text in table["source"] for m in re.findall(made, text)}) or names[f]
-    calls = {f: re.compile(rf"(?<!def )\b(?:{name})\s*\(") for f, name in names.items()}  # `self.train_step(` too
+    calls = {f: re.compile(_call_of(name)) for f, name in names.items()}  # `self.train_step(` too
     passed = {f: re.compile(rf"[(,=]\s*(?:{name})\s*[,)]") for f, name in names.items()}  # `optimizer.step(closure)`
     for line in rows.itertuples() if depth else ():
         named = calls if line.phase in ("other", "loss", "forward") else passed if line.phase == "optimizer" else {}
