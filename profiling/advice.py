@@ -16,7 +16,7 @@ from profiling.curve import FED_SHARE, LEVEL, choose_workers
 from profiling.edits import script_edits
 from profiling.records import Advice, AdviceNumbers, JobFacts, Level, LoaderCurve, LoopSummary, plural
 from profiling.turns import (HANDOFF_MS, LOADER_BOUND, MIN_TIMED, TOLERANCE, TURNS_FOR_SPREAD, fewest_within,
-                             least_wait_of, measured_steps, step_noise, turn_means, untraced_own)
+                             STREAM, least_wait_of, measured_steps, step_noise, turn_means, untraced_own)
 
 # Without a curve the need is inferred, between the average need ceil(P / C) and ESTIMATE_FACTOR times it. The
 # estimate takes the top: on an H100 the average ran 1.21x slower than a sweep's best; more workers cost only idle CPUs.
@@ -84,7 +84,7 @@ def model_numbers(loop: LoopSummary | None, facts: JobFacts, curve: LoaderCurve 
                   "batches of its DataLoader and asked for no more (a loop over kept batches, as itertools.cycle does)")
     measured: dict = {}
     capped = never = spare = False  # each branch below sets those it knows
-    stream = "an IterableDataset" in status  # (profiling.trials): its workers copy the stream, so none is advised
+    stream = status == STREAM  # (profiling.trials): its workers copy the stream, so no other count is advised
     choice = choose_workers(curve, worker_cap) if curve is not None and compute > 0 and not stream else None
     short = curve is not None and curve.hold_ms > 0 and compute > 0 and choice is None and not stream
     if choice is not None and (not loader_bound and (choice.workers > workers or choice.capped)

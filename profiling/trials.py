@@ -16,8 +16,8 @@ from typing import Any
 
 from profiling.cpu_rule import cpus_for_workers, first_cpus, hold_process
 from profiling.segments import Feed, Segmented
-from profiling.turns import (HANDOFF_MS, IDLE, LOADER_BOUND, MIN_TIMED, MIN_TURN, NO_TIME, candidates, mean_steps,
-                             out_of_the_running)
+from profiling.turns import (HANDOFF_MS, IDLE, LOADER_BOUND, MIN_TIMED, MIN_TURN, NO_TIME, STREAM, candidates,
+                             mean_steps, out_of_the_running)
 
 TRACE_VAR = "DLPROF_TRACE_BATCHES"     # trace at most this many batches of the training loader
 TRY_VAR = "DLPROF_TRY_WORKERS"         # "auto", "off", or worker counts "0,1,2"
@@ -122,9 +122,7 @@ class Trials:
         if self.own is None:
             stream = isinstance(loader.dataset, sys.modules["torch"].utils.data.IterableDataset)
             if stream or self.asked == "off":
-                self.status = "worker counts not tried: " + ("an IterableDataset, whose workers split the stream "
-                                                             "(their number would change the data)" if stream else
-                                                             "switched off (--try-workers off)")
+                self.status = STREAM if stream else "worker counts not tried: switched off (--try-workers off)"
                 return make(loader)
             self.start(loader)
         return make(loader) if self.settings == [self.own] else Segmented(self, loader, make)  # one: never restarted

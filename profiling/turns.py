@@ -21,6 +21,8 @@ SURE = 2.0         # ... and, once timed in TURNS_FOR_SPREAD turns, those this m
 TOLERANCE = 0.05  # the advice: the fewest workers whose step is within this share of the best measured
 TRY_LADDER = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 FEW_WORKERS, IDLE = 4, 0.25  # one more worker than fit, where under 4 fit and the traced loop waited a quarter
+STREAM = ("worker counts not tried: an IterableDataset, whose workers split the stream (their number would change "
+          "the data)")  # the trials' status, and the advice's: its own count is kept
 MIN_TURN = 0.25    # an epoch's share of batches ends a turn once this share of --segment-seconds is timed
 NO_TIME = {"steps": 0, "seconds": 0.0, "wait_seconds": 0.0}  # a timing before its first step (copied, never changed)
 

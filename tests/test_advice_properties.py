@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from profiling.advice import RULES, model_numbers
 from profiling.records import AdviceNumbers, CurvePoint, JobFacts, LoaderCurve, LoopSummary
-from profiling.turns import LOADER_BOUND
+from profiling.turns import LOADER_BOUND, STREAM
 
 small = st.integers(min_value=0, max_value=40)
 # 0, or at least a microsecond: a subnormal compute time overflows ceil(produce / compute) (left to the model)
@@ -86,8 +86,8 @@ def test_any_numbers_give_sentences_that_agree(numbers):
 
 @settings(max_examples=300, deadline=None)
 @given(wait=ms, compute=ms, own=small, steps=st.dictionaries(small, st.floats(1e-4, 1.0), min_size=1, max_size=8),
-       status=st.sampled_from(["tried", "compute-bound", "too short to try worker counts: x", "worker counts not "
-                               "tried: an IterableDataset"]), untraced_wait=st.floats(0, 0.5), cpus=st.integers(1, 64),
+       status=st.sampled_from(["tried", "compute-bound", "too short to try worker counts: x", STREAM]),
+       untraced_wait=st.floats(0, 0.5), cpus=st.integers(1, 64),
        gpus=st.integers(0, 8), curve=st.booleans(), spread=st.floats(0, 0.5), squeezed=st.booleans(),
        traced=st.booleans())
 def test_the_measured_path_gives_sentences_that_agree(wait, compute, own, steps, status, untraced_wait, cpus, gpus,
