@@ -49,6 +49,7 @@ class LoaderLoop:
     steps: bool                 # the body calls backward() or optimizer.step(): a training loop
     function_start: int | None  # first body line of the enclosing function (counts calls)
     batch_line: int             # a line run once a batch: the first simple statement, inside any `try:` or `with`
+    shared: str | None = None   # the phase of a body on the header's own line (`for b in dl: step(b)`: unseen ad_4)
 
 
 def callee(call: ast.Call) -> tuple[str, str]:
@@ -191,6 +192,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
     phase_of: dict[int, str] = {}
     loops: list[LoaderLoop] = []
     inside_loader: set[int] = set()  # ids of nodes nested in a loader loop (micro-batches are not data)
+    headers: set[int] = set()  # a loader loop's header lines: a body on the same line does not relabel them
     # names bound to `iter(...)` (`it = iter(loader)`): what `next` pulls from them is a batch, whatever the name
     iterators = {name for node in ast.walk(func) for name in _iter_targets(node)}
     for node in ast.walk(func):  # breadth first: outer loops are seen before inner ones
@@ -203,6 +205,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
                 isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)))  # a wrapper's `yield batch`: r_1
             phase_of.update(dict.fromkeys(header, "data_wait" if is_loader else statement_phase(node.iter)))
             waits = header if is_loader else _next_lines(node.body, iterators)
+            headers.update(header if is_loader else ())
         else:
             waits = _next_lines(node.body, iterators) if isinstance(node, ast.While) else ()
             if isinstance(node, (ast.If, ast.While)):
@@ -211,7 +214,7 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
                 phase_of.setdefault(node.lineno, "other")
             elif not hasattr(node, "body"):  # a simple statement: all its lines share its phase
                 phase = _phase(node, iterators)
-                for line in _lines(node):  # `a(); b()` on one line: the stronger phase wins
+                for line in set(_lines(node)) - headers:  # `a(); b()` on one line: the stronger phase wins
                     phase_of[line] = min(phase, phase_of.get(line, phase), key=PRIORITY.index)
         if waits and not nested:
             inside_loader.update(id(n) for n in ast.walk(node) if n is not node)
@@ -219,9 +222,11 @@ def classify_function(source: str | ast.AST, file: str, first_line: int, name: s
             first = node.body[pulls]  # `try: next(it)` runs once more than the batches (q_3); a `with` line twice (o_1)
             while isinstance(first, (ast.Try, ast.With, ast.AsyncWith)):
                 first = first.body[0]
+            on_header = [_phase(s, iterators) for s in node.body if isinstance(node, (ast.For, ast.AsyncFor))
+                         and s.lineno in headers and not hasattr(s, "body")]  # `for b in dl: step(b)`
             loops.append(LoaderLoop(file, name, waits, node.body[0].lineno, node.end_lineno or node.lineno,
                                     _is_steps(node), func.body[0].lineno if func.body[0] is not node else None,
-                                    first.lineno))
+                                    first.lineno, min(on_header, key=PRIORITY.index) if on_header else None))
     if name.rpartition(".")[2] == "forward":  # a module's own forward: its layers are the forward pass (unseen aa_4)
         phase_of = {line: "forward" if phase == "other" else phase for line, phase in phase_of.items()}
     return phase_of, loops
@@ -260,6 +265,34 @@ def classify_lines(table: pd.DataFrame, profile: LineProfile, sources: Sources,
     return table.assign(phase=[phase_of.get(key, "other") for key in keys]), loops, notes
 
 
+def split_shared_lines(table: pd.DataFrame, loops: list[LoaderLoop], hooked: str,
+                       traced: dict | None) -> tuple[pd.DataFrame, list[str]]:
+    """A loop on one line (`for b in dl: step(b)`) times its wait and its step as one line: the hook's traced wait is
+    the wait, and the rest a second row of the same line, in the body's phase (unseen ad_4 read 100 % data wait)."""
+    import pandas as pd
+
+    notes = []
+    for loop in [loop for loop in loops if loop.shared]:
+        at = (table["file"] == loop.file) & (table["function"] == loop.function) & (table["line"] == loop.header[0])
+        if not at.any():
+            continue
+        where = f"{os.path.basename(loop.file)}:{loop.header[0]}"
+        wait = (traced or {}).get("wait_seconds")
+        if wait is None or not hooked_lines(hooked, loop.file) & set(loop.header):
+            notes.append(f"the loop's body shares line {where} with its `for`: line timings cannot part the wait for "
+                         "a batch from the step, so the data wait shown holds the step too")
+            continue
+        line_s = float(table.loc[at, "seconds"].iloc[0])
+        share = min(float(wait), line_s) / line_s if line_s > 0 else 0.0
+        timed = ["seconds", "ms_per_hit", "pct_of_function"]
+        body = table[at].assign(phase=loop.shared, **{c: table.loc[at, c] * (1 - share) for c in timed})
+        table.loc[at, timed] = table.loc[at, timed] * share
+        table = pd.concat([table, body], ignore_index=True)
+        notes.append(f"the loop's body shares line {where} with its `for`: the wait there is the DataLoader hook's "
+                     f"({share * line_s:.3f} s of the line's {line_s:.3f} s), the rest is the step's")
+    return table, notes
+
+
 def _hits(rows: pd.DataFrame, line: int | None) -> int:
     match = rows.loc[rows["line"] == line, "hits"]  # (no line, None, matches none)
     return int(match.iloc[0]) if len(match) else 0
@@ -268,9 +301,10 @@ def _hits(rows: pd.DataFrame, line: int | None) -> int:
 def summarise_loop(table: pd.DataFrame, loop: LoaderLoop) -> LoopSummary:
     """Wait, compute and batch count of one loader loop, from the classified table."""
     rows = table[(table["file"] == loop.file) & (table["function"] == loop.function)]
-    header = rows[rows["line"].isin(loop.header)]
-    body = rows[rows["line"].between(loop.body_start, loop.body_end) & ~rows["line"].isin(loop.header)]
-    header_hits = int(header["hits"].max()) if len(header) else 0
+    in_header = rows["line"].isin(loop.header)
+    header = rows[in_header & (rows.get("phase", "data_wait") == "data_wait")]  # a body on its line is the step's
+    body = rows[rows["line"].between(loop.body_start, loop.body_end) & ~rows.index.isin(header.index)]
+    header_hits = int(rows[in_header]["hits"].max()) if in_header.any() else 0
     # The first body line runs once a batch in any line_profiler; the header (+1 a loop, not in 4.0.0) backs it up.
     batches = _hits(rows, loop.batch_line) or max(header_hits - 1, 0) or header_hits
     entries = _hits(rows, loop.function_start) or None

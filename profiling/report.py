@@ -19,7 +19,8 @@ from profiling.curve import read_curve
 from profiling.lprof import load_lprof
 from profiling.precheck import (flag_choices, sixth_argument, takes_metrics_json, worker_flag, workers_assigned,
                                 workers_from_slurm, workers_given, workers_set_at)
-from profiling.phases import classify_lines, hooked_loop, phase_summary, set_up_as_other, training_loop
+from profiling.phases import (classify_lines, hooked_loop, phase_summary, set_up_as_other, split_shared_lines,
+                              training_loop)
 from profiling.records import ProfileError, Report, plural
 from profiling.render import render
 from profiling.facts import Environment, job_facts, read_environment
@@ -126,6 +127,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                       if entry.get(k)})
     hooked = str((trials.get("loader") or {}).get("iterated_at", ""))
     table, loops, parse_notes = classify_lines(line_table(profile, sources), profile, sources, hooked)
+    table, shared_notes = split_shared_lines(table, loops, hooked, trials.get("traced"))
     loop = training_loop(table, loops, hooked) or hooked_loop(loaders, trials)
     table = set_up_as_other(table, loop)
     loader = loader_for_loop(loaders, loop.file if loop else None, loop.header_line if loop else None,
@@ -172,7 +174,7 @@ def build_report(lprof_path: str | Path, cpus: int | None = None, gpus: int | No
                      f"options or its workers failed ({why}); the training went on without it")
               for k, why in (trials.get("refused") or {}).items()]
     samples, sample_notes = read_samples(lprof_path)
-    notes += source_notes + parse_notes + sample_notes
+    notes += source_notes + parse_notes + shared_notes + sample_notes
     phases = phase_summary(table, loop)
     if loop is None:
         notes.append("no `for ... in <loader>` loop found in the profiled functions: the line table is "

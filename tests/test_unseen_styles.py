@@ -174,3 +174,21 @@ def test_a_teachers_whole_epoch_before_the_students_loop_is_not_the_training_loo
     assert printed == [line for line in plain(script) if line.startswith("epoch ")] and len(printed) == 4, printed
     report = build_report(tmp_path / f"{script.stem}.lprof")
     assert (report.loop.function, report.loop.batches) == ("train_student", 12), report.loop
+
+
+def test_a_loop_and_its_step_on_one_line_part_the_wait_from_the_step(tmp_path, repo):
+    """`for b in self.dl: self.one_batch(b)` times the wait and the step as one line: unseen ad_4's table read 100 %
+    data wait and 0 ms of compute. The hook's traced wait is the wait now, and the rest is the step's phases."""
+    script = OWN / "one_line_loop.py"
+    report = profiled_report(repo, tmp_path, script, *QUICK)
+    line = line_of(script, "for b in self.dl:")
+    rows = report.lines[report.lines["line"] == line]
+    assert sorted(rows["phase"]) == ["data_wait", "other"], rows
+    traced = json.loads((tmp_path / "one_line_loop.loaders.json").read_text())["trials"]["traced"]
+    wait = float(rows.loc[rows["phase"] == "data_wait", "seconds"].iloc[0])
+    assert wait == pytest.approx(min(traced["wait_seconds"], rows["seconds"].sum()))
+    assert report.loop.wait_seconds == pytest.approx(wait) and report.loop.compute_seconds > 0, report.loop
+    phases = dict(zip(report.phases["phase"], report.phases["seconds"]))
+    assert phases["forward"] > 0 and phases["backward"] > 0 and phases["optimizer"] > 0, phases
+    assert phases["data_wait"] == pytest.approx(wait), phases
+    assert any(f"shares line one_line_loop.py:{line}" in note for note in report.notes), report.notes
