@@ -112,6 +112,9 @@ def test_only_the_kits_own_scripts_get_the_kits_flag_hints():
     ("spawned_module_loop.py", ["mypkg.engine"], "processes that {script}:18 starts (spawn), and line_profiler "
                                                  "records only the process it starts: for the profile, call "
                                                  "main_worker() directly"),  # `run` adds the module itself
+    ("hogwild_processes.py", ["mypkg.hogwild"], "processes that {script}:13 starts (Process), and line_profiler "
+                                                "records only the process it starts: for the profile, call train() "
+                                                "directly"),  # the target imported from the module (unseen ad_1)
 ])
 def test_precheck_refuses_an_unreachable_loop_before_the_script_runs(tmp_path, repo, name, modules, expected):
     script = str(OWN / name)
