@@ -29,6 +29,27 @@ STARTS = 2.0  # a turn times at least STARTS x its workers' median start (spawn:
 NEAR = 2.0  # a turn within NEAR x of LOADER_BOUND gets a second (H100: a 3-4 % loop's one turn crossed 5 % in 2 of 6)
 
 
+def as_forked(loader: Any, workers: int, own: int | None) -> Any:
+    """The dataset as a plain run at this count would hold it. A file opened lazily by the first item read in the main
+    process (`if self.tar is None: self.tar = tarfile.open(...)`) is shared by workers forked after it, who then race
+    on one offset: unseen ad_3's tar read garbage, aa_1's SQLite likewise. So workers get a copy with each attribute
+    that was None when the DataLoader was built None again (they open their own), and a 0-worker turn beside a script
+    with workers reads a copy (the script's own workers, forked later, find the dataset as it was)."""
+    import copy
+
+    dataset = loader.dataset
+    opened = [name for name in getattr(loader, "_dlprof_unset", ()) if getattr(dataset, name, None) is not None]
+    if (workers > 0 and not opened) or (workers == 0 and not own):
+        return dataset
+    try:
+        twin = copy.copy(dataset)
+        for name in opened if workers > 0 else ():
+            setattr(twin, name, None)
+    except Exception:  # a dataset that cannot be copied is read as it is
+        return dataset
+    return twin
+
+
 class Trials:
     """The traced part, the untraced timing and the worker trials of one run's training loader."""
 
@@ -228,7 +249,8 @@ class Trials:
             seeds = torch.Generator().manual_seed((torch.initial_seed() + len(self.segments)) % 2**64)
             # without automatic batching (batch_size=None) each item the sampler yields is a batch already (unseen k_4)
             fed = {"batch_sampler": self.feed} if loader._auto_collation else {"sampler": self.feed, "batch_size": None}
-            self.loaders[workers] = torch.utils.data.DataLoader(loader.dataset, generator=seeds, **fed, **options)
+            dataset = as_forked(loader, workers, self.own)
+            self.loaders[workers] = torch.utils.data.DataLoader(dataset, generator=seeds, **fed, **options)
         return self.loaders[workers]
 
     def drop(self, counts: Any) -> None:
