@@ -346,7 +346,7 @@ RULES: tuple[Rule, ...] = (
          "Worker counts were tried on the {tried_cpus} CPU(s) the script's process had, not the job's {cpus}: a "
          "script that narrows its own CPUs (os.sched_setaffinity, taskset) keeps them whatever --cpus-per-task says; "
          "else profile inside the job to try the counts its CPUs hold."),
-    Rule("few_batches", "warning", lambda n: n.loop_found and (n.batches or 0) < FEW_BATCHES,
+    Rule("few_batches", "warning", lambda n: n.loop_found and n.basis != "tried" and (n.batches or 0) < FEW_BATCHES,
          "Only {batches} batches were profiled, so start-up (the first batch, starting workers) weighs "
          "heavily in these averages; profile a few hundred steps for firmer advice."),
 )

@@ -483,6 +483,13 @@ def test_few_batches_warns_that_start_up_weighs_heavily():
     assert "few_batches" in short.fired_rules and any(f"Only {FEW_BATCHES - 1} batches" in w for w in short.warnings)
     long = advise(_loop(0.02, 5.0, batches=FEW_BATCHES), JobFacts(cpus=16, gpus=1, num_workers=2))
     assert "few_batches" not in long.fired_rules
+    # counts tried untraced over the rest of the run: the traced batches are not what the advice rests on (unseen
+    # ad_6 was told "Only 17 batches were profiled" of a run that stepped 765 times)
+    timed = {"steps": 400, "seconds": 400 * 0.01, "wait_seconds": 400 * 0.005}
+    tried = advise(_loop(0.02, 5.0, batches=FEW_BATCHES - 1), JobFacts(cpus=16, gpus=1, num_workers=2), trials={
+        "status": "tried", "own_workers": 2, "settings": {"2": timed, "4": dict(timed, wait_seconds=0.0)},
+        "rounds": 2, "traced": {"steps": FEW_BATCHES - 1, "seconds": 1.0, "wait_seconds": 0.5}, "cpus": 16})
+    assert tried.numbers.basis == "tried" and "few_batches" not in tried.fired_rules, tried.fired_rules
 
 
 @pytest.mark.parametrize("loop", [None, _loop(9.267, 1.70), _loop(0.2, 1.7), _loop(3.0, 0.0)])
