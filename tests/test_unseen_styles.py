@@ -208,3 +208,22 @@ def test_a_file_opened_lazily_in_the_main_process_is_not_shared_with_forked_work
     epochs = [line for line in done.stdout.splitlines() if line.startswith("epoch ")]
     assert len(epochs) == 5 and all("32 batches" in line for line in epochs), epochs
     assert trials["refused"] == {} and {"0", "2"} <= set(trials["settings"]), trials
+
+
+def test_the_cpus_held_for_a_turn_add_no_warning_from_torch_to_the_scripts_output(tmp_path, repo):
+    """Each count's turn holds the process to the CPUs a job with that count would ask for, and torch warned of any
+    loader iterated meanwhile with more workers than those ("suggested max number of worker in current system is 1":
+    unseen ad_4), a warning a plain run never printed. On 2 CPUs the validation loader's 2 workers fit a plain run."""
+    script = OWN / "val_loader_workers.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | {"OMP_NUM_THREADS": "1"}
+    cpus = "0,1"  # the plain run and the profiled one on the same two CPUs, whatever the machine has
+    plain_run = subprocess.run(["taskset", "-c", cpus, sys.executable, str(script)], env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert plain_run.returncode == 0 and "This DataLoader will create" not in plain_run.stderr, plain_run.stderr
+    done = subprocess.run(["taskset", "-c", cpus, sys.executable, "-m", "profiling", "run", "--try-workers", "0,1",
+                           *QUICK, "--output-dir", str(tmp_path), "--", str(script)], cwd=tmp_path,
+                          env=env | {"PYTHONPATH": str(repo)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and len([l for l in done.stdout.splitlines() if l.startswith("epoch ")]) == 5
+    trials = json.loads((tmp_path / "val_loader_workers.loaders.json").read_text())["trials"]
+    assert "0" in trials["settings"], trials  # a turn held to 1 CPU ran, with the validation loader between epochs
+    assert "This DataLoader will create" not in done.stderr, done.stderr[-1500:]
