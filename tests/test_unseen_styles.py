@@ -223,7 +223,7 @@ def test_the_cpus_held_for_a_turn_add_no_warning_from_torch_to_the_scripts_outpu
     done = subprocess.run(["taskset", "-c", cpus, sys.executable, "-m", "profiling", "run", "--try-workers", "0,1",
                            *QUICK, "--output-dir", str(tmp_path), "--", str(script)], cwd=tmp_path,
                           env=env | {"PYTHONPATH": str(repo)}, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and len([l for l in done.stdout.splitlines() if l.startswith("epoch ")]) == 5
+    assert done.returncode == 0 and len([line for line in done.stdout.splitlines() if line.startswith("epoch ")]) == 5
     trials = json.loads((tmp_path / "val_loader_workers.loaders.json").read_text())["trials"]
     assert "0" in trials["settings"], trials  # a turn held to 1 CPU ran, with the validation loader between epochs
     assert "This DataLoader will create" not in done.stderr, done.stderr[-1500:]
