@@ -33,13 +33,15 @@ NEAR = 2.0  # a turn within NEAR x of LOADER_BOUND gets a second (H100: a 3-4 % 
 def as_forked(loader: Any, workers: int, own: int | None) -> Any:
     """The dataset as a plain run at this count would hold it. A file opened lazily by the first item read in the main
     process (`if self.tar is None: self.tar = tarfile.open(...)`) is shared by workers forked after it, who then race
-    on one offset: unseen ad_3's tar read garbage, aa_1's SQLite likewise. So workers get a copy with each attribute
-    that was None when the DataLoader was built None again (they open their own), and a 0-worker turn beside a script
-    with workers reads a copy (the script's own workers, forked later, find the dataset as it was)."""
+    on one offset: unseen ad_3's tar read garbage, aa_1's SQLite likewise. So workers get a copy in which each such
+    handle (None when the DataLoader was built, something to `close()` now) is None again, and they open their own;
+    anything else set since (an epoch, a transform) they keep. A 0-worker turn beside a script with workers reads a
+    copy, so the script's own workers, forked later, find the dataset as it was."""
     import copy
 
     dataset = loader.dataset
-    opened = [name for name in getattr(loader, "_dlprof_unset", ()) if getattr(dataset, name, None) is not None]
+    opened = [name for name in getattr(loader, "_dlprof_unset", ())
+              if callable(getattr(getattr(dataset, name, None), "close", None))]
     if (workers > 0 and not opened) or (workers == 0 and not own):
         return dataset
     try:

@@ -17,6 +17,7 @@ RECORD = 9 * 4  # eight features and a target, float32
 class Records(Dataset):
     def __init__(self, path, n):
         self.path, self.n, self.file, self.pid = path, n, None, None
+        self.scale = None  # set by the script once its loader is built: workers must keep it
 
     def __len__(self):
         return self.n
@@ -29,7 +30,7 @@ class Records(Dataset):
         self.file.seek(i * RECORD)
         record = np.frombuffer(self.file.read(RECORD), dtype=np.float32)
         time.sleep(0.001)
-        return torch.from_numpy(record[:8].copy()), torch.from_numpy(record[8:].copy())
+        return self.scale * torch.from_numpy(record[:8].copy()), torch.from_numpy(record[8:].copy())
 
 
 def main():
@@ -42,6 +43,7 @@ def main():
         path = os.path.join(tmp, "records.bin")
         np.random.default_rng(0).standard_normal((512, 9)).astype(np.float32).tofile(path)
         loader = DataLoader(Records(path, 512), batch_size=16, shuffle=True, num_workers=args.workers)
+        loader.dataset.scale = 0.5
         model = nn.Linear(8, 1)
         opt = torch.optim.SGD(model.parameters(), lr=0.05)
         for epoch in range(args.epochs):
