@@ -358,8 +358,8 @@ BRIEF: dict[str, str] = {
                        "count was {tolerance_pct:g}% faster.",
     "step_needs_cpus": "Your step computed {compute_ms:.0f} ms a batch on {held_cpus} CPUs, {traced_compute_ms:.0f} ms "
                        "on {cpus}: it needs CPUs.",
-    "capped_in_run": "Your loop waited {tried_wait_pct:.0f}% of each step even at {least_wait_at} worker(s), the "
-                     "least wait on your {tried_cpus} CPU(s): profile again with more CPUs.",
+    "capped_in_run": "Your loop waited {tried_wait_pct:.0f}% of each step or more at every count on {tried_cpus} "
+                     "CPU(s) ({least_wait_at} worker(s) waited least): ask for more CPUs.",
     "capped_zero_untried": "Your loop waited {tried_wait_pct:.0f}% or more at every count tried on {tried_cpus} "
                            "CPU(s): time 0 workers too (--try-workers {zero_untried}), or add CPUs.",
     "fewest_within": "{num_workers} is the fewest workers within {tolerance_pct:g}% of the fastest.",
