@@ -153,7 +153,7 @@ class Capture:
                     bound.arguments.update(persistent_workers=False, prefetch_factor=None)
                 args, kwargs = bound.args[1:], bound.kwargs
             init(self, *args, **kwargs)
-            fields = getattr(self.dataset, "__dict__", {})  # set later in the main process: a file opened lazily (ad_3)
+            fields = getattr(trials_module.innermost(self.dataset), "__dict__", {})  # set later: a lazy file (ad_3)
             object.__setattr__(self, "_dlprof_unset", [name for name, value in fields.items() if value is None])
 
         def __iter__(self: Any) -> Any:

@@ -39,18 +39,27 @@ def as_forked(loader: Any, workers: int, own: int | None) -> Any:
     copy, so the script's own workers, forked later, find the dataset as it was."""
     import copy
 
-    dataset = loader.dataset
+    inner = innermost(loader.dataset)  # random_split's Subset holds the dataset that opens the file
     opened = [name for name in getattr(loader, "_dlprof_unset", ())
-              if callable(getattr(getattr(dataset, name, None), "close", None))]
+              if callable(getattr(getattr(inner, name, None), "close", None))]
     if (workers > 0 and not opened) or (workers == 0 and not own):
-        return dataset
+        return loader.dataset
     try:
-        twin = copy.copy(dataset)
+        twin = node = copy.copy(loader.dataset)
+        while node is not innermost(node):
+            node.dataset = node = copy.copy(node.dataset)
         for name in opened if workers > 0 else ():
-            setattr(twin, name, None)
+            setattr(node, name, None)
     except Exception:  # a dataset that cannot be copied is read as it is
-        return dataset
+        return loader.dataset
     return twin
+
+
+def innermost(dataset: Any) -> Any:
+    """The dataset under any `torch.utils.data.Subset`s (random_split's)."""
+    from torch.utils.data import Subset
+
+    return innermost(dataset.dataset) if isinstance(dataset, Subset) else dataset
 
 
 class Trials:

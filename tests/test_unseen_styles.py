@@ -194,7 +194,7 @@ def test_a_loop_and_its_step_on_one_line_part_the_wait_from_the_step(tmp_path, r
     assert any(f"shares line one_line_loop.py:{line}" in note for note in report.notes), report.notes
 
 
-@pytest.mark.parametrize("own", ["0", "2"])
+@pytest.mark.parametrize("own", [["0"], ["2"], ["0", "--split"]], ids=["own-0", "own-2", "own-0-random-split"])
 def test_a_file_opened_lazily_in_the_main_process_is_not_shared_with_forked_workers(tmp_path, repo, own):
     """A dataset that opens its file at the first read (tar, SQLite, HDF5) opened it in the main process during a 0
     worker turn, or the script's own 0-worker epochs, and every worker forked after shared that one handle: unseen
@@ -202,7 +202,7 @@ def test_a_file_opened_lazily_in_the_main_process_is_not_shared_with_forked_work
     own count has workers, its own training broke. Workers now fork the dataset as a plain run at their count would."""
     script = OWN / "lazy_file.py"
     done = dlprof(repo, "run", "--try-workers", "0,2", *QUICK, "--output-dir", str(tmp_path), "--", str(script),
-                  "--workers", own, cwd=tmp_path)
+                  "--workers", *own, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     trials = json.loads((tmp_path / "lazy_file.loaders.json").read_text())["trials"]
     epochs = [line for line in done.stdout.splitlines() if line.startswith("epoch ")]

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, random_split
 
 RECORD = 9 * 4  # eight features and a target, float32
 
@@ -37,13 +37,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--split", action="store_true", help="train on random_split's Subset of the records")
     args = parser.parse_args()
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "records.bin")
-        np.random.default_rng(0).standard_normal((512, 9)).astype(np.float32).tofile(path)
-        loader = DataLoader(Records(path, 512), batch_size=16, shuffle=True, num_workers=args.workers)
-        loader.dataset.scale = 0.5
+        n = 640 if args.split else 512
+        np.random.default_rng(0).standard_normal((n, 9)).astype(np.float32).tofile(path)
+        records = Records(path, n)
+        data = random_split(records, [512, 128])[0] if args.split else records
+        loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=args.workers)
+        records.scale = 0.5
         model = nn.Linear(8, 1)
         opt = torch.optim.SGD(model.parameters(), lr=0.05)
         for epoch in range(args.epochs):
