@@ -76,9 +76,11 @@ def local_imports(script: Path, roots: Sequence[Path]) -> list[str]:
 def loop_in_child(path: Path, modules: Sequence[str] = ()) -> str | None:
     """Why a loop cannot be profiled: the function holding it (or calling one that does, here or in the `modules`) is
     handed to torch.multiprocessing.spawn or a multiprocessing.Process; line_profiler records only the first process."""
-    tree, roots = parse_script(path), [path.parent, Path.cwd()]
+    roots = [path.parent, Path.cwd()]
     files = [path, *(f for name in modules for f in module_files(name, roots) or [])]
-    functions = {f.name: f for file in files[::-1] for f in _functions(parse_script(file), False)}  # imported: ad_1
+    trees = {file: parse_script(file) for file in files}  # each parsed once
+    tree = trees[path]
+    functions = {f.name: f for file in files[::-1] for f in _functions(trees[file], False)}  # imported too: ad_1
     looping = {loop.function for file in files for loop in loops_in(file)}  # the functions that hold a loop
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and callee(n)[0] in SPAWNERS) if tree else ():
         for target in [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("fn", "target"))]:
